@@ -1,0 +1,25 @@
+"""Command-line interface: Typer commands grouped by what a user does."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ..store import LedgerError
+from . import read as _read  # noqa: F401 - registers commands
+from . import record as _record  # noqa: F401
+from . import setup as _setup  # noqa: F401
+from .app import app
+
+
+def run(args: list[str]) -> None:
+    """Run the Typer app on args; ledger errors become ``docket: ...`` and exit 1."""
+    prog = "git docket" if os.path.basename(sys.argv[0]) == "git-docket" else "docket"
+    try:
+        app(args=args, prog_name=prog)
+    except LedgerError as exc:
+        print(f"docket: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except BrokenPipeError:
+        sys.stderr.close()
+        sys.exit(0)

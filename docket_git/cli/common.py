@@ -1,0 +1,51 @@
+"""Helpers shared by the command modules: ledger lookup, errors, ID lists."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+import typer
+
+from .. import store
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    """Print ``docket: message`` on stderr and exit with code."""
+    print(f"docket: {message}", file=sys.stderr)
+    raise typer.Exit(code)
+
+
+def usage(message: str) -> NoReturn:
+    """A usage error: ``docket: message``, exit 2."""
+    fail(message, 2)
+
+
+def warn(message: str) -> None:
+    """A ``docket:`` line on stderr that does not fail the command."""
+    print(f"docket: {message}", file=sys.stderr)
+
+
+def ledger_path() -> Path | None:
+    """The existing ledger for the current directory, or None."""
+    return store.find_ledger(Path.cwd())
+
+
+def read_snapshot() -> store.Snapshot:
+    """The current directory's ledger, validated (empty when there is none)."""
+    return store.read(ledger_path())
+
+
+def split_ids(values: list[str] | None) -> list[str]:
+    """Flatten repeatable, comma-separated ID options into one list."""
+    out: list[str] = []
+    for value in values or []:
+        out.extend(part.strip() for part in value.split(",") if part.strip())
+    return list(dict.fromkeys(out))
+
+
+def dump_json(value: object) -> str:
+    """Pretty JSON as Docket prints it (indent 2, UTF-8 kept)."""
+    return json.dumps(value, indent=2, ensure_ascii=False)

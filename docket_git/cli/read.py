@@ -1,0 +1,191 @@
+"""Reading: list, show, check, where."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .. import model, project, store, validate
+from ..recording import UsageError
+from .app import app
+from .common import dump_json, fail, ledger_path, read_snapshot
+
+
+def _formula(record: dict) -> str:
+    return " | ".join(",".join(group) for group in record.get("supports") or [])
+
+
+@app.command("list", rich_help_panel="Read")
+def list_(
+    kind: Annotated[str | None, typer.Option("--kind", help="claim, decision or question.")] = None,
+    state: Annotated[
+        str | None, typer.Option("--state", help="An effective state, e.g. accepted, adopted, open, resolved.")
+    ] = None,
+    find: Annotated[str | None, typer.Option("--find", help="Case-insensitive text in text or choice.")] = None,
+    superseded: Annotated[
+        bool, typer.Option("--superseded", help="Include retired records, marked (superseded by ID).")
+    ] = False,
+    oneline: Annotated[bool, typer.Option("--oneline", help="One truncated line per record.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="A JSON array of projected records.")] = False,
+) -> None:
+    """List current records (retired ones with --superseded)."""
+    if kind is not None and kind not in model.KINDS:
+        raise UsageError(f"--kind must be one of {', '.join(model.KINDS)}; got {kind!r}")
+    if state is not None and state not in model.ALL_STATES:
+        raise UsageError(f"--state must be one of {', '.join(model.ALL_STATES)}; got {state!r}")
+    views = project.project(read_snapshot().records)
+    needle = find.casefold() if find else None
+    views = [
+        v
+        for v in views
+        if (superseded or not v["retired_by"])
+        and (kind is None or v["kind"] == kind)
+        and (state is None or v["state"] == state)
+        and (needle is None or needle in v["text"].casefold() or needle in v.get("choice", "").casefold())
+    ]
+    if as_json:
+        typer.echo(dump_json(views))
+        return
+    if not views:
+        typer.echo("docket: nothing recorded", err=True)
+        return
+    width = shutil.get_terminal_size((100, 24)).columns
+    for v in views:
+        if oneline:
+            line = f"{v['id']:<5} {v['state']:<9} {v['text']}"
+            typer.echo(line if len(line) <= width else line[: max(width - 1, 20)] + "…")
+            continue
+        line = f"{v['id']}  {v['state']}  {v['text']}"
+        if v.get("supports"):
+            line += f"  <- {_formula(v)}"
+        if v["retired_by"]:
+            line += f"  (superseded by {v['retired_by']})"
+        typer.echo(line)
+        second = v.get("choice") or v.get("rationale")
+        if second:
+            typer.echo(" " * 6 + second)
+
+
+def _label(by_id: dict[str, dict], rid: str) -> str:
+    target = by_id.get(rid)
+    return f"{rid} ({target['text']})" if target else rid
+
+
+@app.command(rich_help_panel="Read")
+def show(
+    record_id: Annotated[str, typer.Argument(metavar="ID", help="The record to show, e.g. d12.")],
+    at: Annotated[str | None, typer.Option("--at", metavar="ID", help="Show it as history stood at record ID.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="The projected record as JSON.")] = False,
+) -> None:
+    """Show one record in full, with its derived state."""
+    records = read_snapshot().records
+    if at is not None:
+        prefix = project.at(records, at)
+        if prefix is None:
+            fail(f"unknown record {at}")
+        records = prefix
+    views = project.project(records)
+    by_id = {v["id"]: v for v in views}
+    view = by_id.get(record_id)
+    if view is None:
+        fail(f"no entry {record_id}")
+    if as_json:
+        typer.echo(dump_json(view))
+        return
+    typer.echo(f"{view['id']}  {view['kind']}  {view['state']}  {view['text']}")
+    rows: list[tuple[str, str]] = []
+    if view["kind"] == "decision":
+        rows.append(("Choice", view["choice"]))
+        if view.get("alternatives"):
+            rows.append(("Alternatives", "; ".join(view["alternatives"])))
+    rows.append(("Rationale", view.get("rationale", "")))
+    if view.get("supports"):
+        sets = [" AND ".join(_label(by_id, r) for r in group) for group in view["supports"]]
+        rows.append(("Because", " | ".join(sets)))
+    rows.append(("Supersedes", ", ".join(view.get("supersedes") or [])))
+    rows.append(("Superseded by", view["retired_by"]))
+    rows.append(("Depends on", ", ".join(_label(by_id, r) for r in view.get("depends_on") or [])))
+    if view["kind"] == "decision" and not view["applicable"]:
+        rows.append(("Blocked by", ", ".join(view["blocked_by"])))
+    rows.append(("Answers", ", ".join(_label(by_id, r) for r in view.get("answers") or [])))
+    rows.append(("Resolved by", ", ".join(view["resolved_by"])))
+    rows.append(("Decided by", view.get("decided_by", "")))
+    rows.append(("Cost if wrong", view.get("cost_if_wrong", "")))
+    rows.append(("Revisit", view.get("revisit", "")))
+    rows.append(("Scope", ", ".join(view.get("scope") or [])))
+    evidence = [e["ref"] + (f" @ {e['commit']}" if e.get("commit") else "") for e in view.get("evidence") or []]
+    rows.append(("Evidence", "; ".join(evidence)))
+    if view["recorded_state"] != view["state"]:
+        rows.append(("Recorded state", view["recorded_state"]))
+    if view.get("pinned"):
+        rows.append(("Pinned", "yes"))
+    for name, value in rows:
+        if value:
+            typer.echo(f"{name}: {value}")
+    typer.echo(f"Recorded: {view['ts']}")
+    typer.echo(f"Author: {view['author'] or '-'}  Session: {view['session'] or '-'}  Branch: {view['branch'] or '-'}")
+
+
+ORDER_ADVICE = (
+    "Duplicate or out-of-order IDs usually mean two branches recorded separately. "
+    "Recover the other branch's ledger and run:\n  docket rebase OTHER_LEDGER"
+)
+
+
+def check_bytes(path: Path | str, data: bytes) -> int:
+    """Print every fault in ledger bytes the way ``docket check`` does; return the exit code."""
+    lines = []
+    number = 0
+    torn = None
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if raw.strip():
+            lines.append((number, raw))
+    if data and not data.endswith(b"\n") and lines and lines[-1][0] == number:
+        torn = number
+    faults, count = validate.check_all(lines)
+    for fault in faults:
+        if fault.line == torn and fault.message.startswith("invalid JSON"):
+            fault.message += " (a torn final line with no newline; the next append removes it)"
+    if not faults:
+        typer.echo(f"docket: {path} reads cleanly, {count} record{'s' if count != 1 else ''}")
+        return 0
+    typer.echo(f"docket: {path} has {len(faults)} fault(s)")
+    for fault in faults:
+        typer.echo(f"  {fault}")
+    messages = " ".join(f.message for f in faults)
+    if "duplicate id" in messages or "does not increase past" in messages:
+        typer.echo(ORDER_ADVICE)
+    elif "conflict marker" in messages:
+        typer.echo("Restore each side's ledger (git show :2:PATH, :3:PATH), keep one, then: docket rebase OTHER_LEDGER")
+    return 1
+
+
+@app.command(rich_help_panel="Maintain")
+def check() -> None:
+    """Report every fault in the ledger with its line number (exit 1 if any)."""
+    path = ledger_path()
+    if path is None:
+        typer.echo(f"docket: no ledger at {_where_path()}")
+        return
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        fail(f"cannot read {path}: {exc.strerror}")
+    raise typer.Exit(check_bytes(path, data))
+
+
+def _where_path() -> Path:
+    try:
+        return store.locate(Path.cwd())
+    except store.NoLedger:
+        return Path.cwd() / store.LEDGER_DIR / store.LEDGER_NAME
+
+
+@app.command(rich_help_panel="Maintain")
+def where() -> None:
+    """Print the ledger's path and whether it exists yet."""
+    path = store.locate(Path.cwd())
+    typer.echo(f"{path}  (project, {'exists' if path.is_file() else 'not created yet'})")

@@ -1,0 +1,141 @@
+"""The ledger's vocabulary: kinds, states, fields and the ID grammar. No I/O."""
+
+from __future__ import annotations
+
+import re
+
+SCHEMA = 2
+
+KINDS: tuple[str, ...] = ("claim", "decision", "question")
+PREFIX: dict[str, str] = {"claim": "c", "decision": "d", "question": "q"}
+KIND_OF_PREFIX: dict[str, str] = {v: k for k, v in PREFIX.items()}
+
+STATES: dict[str, tuple[str, ...]] = {
+    "claim": ("unassessed", "accepted", "disputed", "rejected"),
+    "decision": ("adopted", "revoked"),
+    "question": ("open",),
+}
+DEFAULT_STATE: dict[str, str] = {k: v[0] for k, v in STATES.items()}
+#: Every state a projected record can show, recorded or derived.
+ALL_STATES: tuple[str, ...] = (
+    "unassessed",
+    "accepted",
+    "disputed",
+    "rejected",
+    "adopted",
+    "revoked",
+    "open",
+    "resolved",
+)
+
+REQUIRED_FIELDS: tuple[str, ...] = (
+    "schema",
+    "kind",
+    "id",
+    "text",
+    "state",
+    "ts",
+    "author",
+    "session",
+    "branch",
+)
+#: Fields every record carries, with the value the CLI writes when omitted.
+COMMON_DEFAULTS: dict[str, object] = {
+    "scope": [],
+    "rationale": "",
+    "supports": [],
+    "depends_on": [],
+    "answers": [],
+    "supersedes": [],
+    "evidence": [],
+    "revisit": "",
+    "cost_if_wrong": "",
+    "pinned": False,
+}
+DECISION_DEFAULTS: dict[str, object] = {"choice": "", "alternatives": [], "decided_by": ""}
+AUDIT_FIELDS: tuple[str, ...] = ("legacy",)
+
+#: The order fields are written in: required, common, decision-only, audit.
+FIELD_ORDER: tuple[str, ...] = (
+    *REQUIRED_FIELDS[:4],
+    "choice",
+    "alternatives",
+    "decided_by",
+    *REQUIRED_FIELDS[4:],
+    *tuple(COMMON_DEFAULTS),
+    *AUDIT_FIELDS,
+)
+KNOWN_FIELDS: frozenset[str] = frozenset(FIELD_ORDER)
+
+STRING_FIELDS: tuple[str, ...] = (
+    "ts",
+    "author",
+    "session",
+    "branch",
+    "rationale",
+    "revisit",
+    "cost_if_wrong",
+)
+#: Relation fields holding flat ID lists.
+FLAT_RELATIONS: tuple[str, ...] = ("depends_on", "answers", "supersedes")
+RELATIONS: tuple[str, ...] = ("supports", *FLAT_RELATIONS)
+#: Prose fields that may cite record IDs (rewritten when a merge renumbers).
+PROSE_FIELDS: tuple[str, ...] = (
+    "text",
+    "choice",
+    "alternatives",
+    "rationale",
+    "revisit",
+    "cost_if_wrong",
+)
+EVIDENCE_KEYS: frozenset[str] = frozenset({"ref", "checked_at", "commit"})
+
+ID_RE = re.compile(r"^[cdq](0|[1-9][0-9]*)$")
+#: An ID token inside prose: a kind letter and a number, not inside a word.
+ID_TOKEN_RE = re.compile(r"(?<![\w.@-])([cdq])([1-9][0-9]*)(?![\w-])")
+
+
+def is_id(value: object) -> bool:
+    """True when value is a well-formed record ID such as ``c12``."""
+    return isinstance(value, str) and ID_RE.match(value) is not None
+
+
+def seq(record_id: str) -> int:
+    """The sequence number of a well-formed ID (``d12`` -> 12)."""
+    return int(record_id[1:])
+
+
+def kind_of(record_id: str) -> str:
+    """The kind an ID's prefix names (``q3`` -> ``question``)."""
+    return KIND_OF_PREFIX[record_id[0]]
+
+
+def make_id(kind: str, number: int) -> str:
+    """The ID of a record of ``kind`` with sequence ``number``."""
+    return f"{PREFIX[kind]}{number}"
+
+
+def ordered(record: dict) -> dict:
+    """The record with its fields in the canonical write order."""
+    out = {k: record[k] for k in FIELD_ORDER if k in record}
+    for k in record:
+        if k not in out:
+            out[k] = record[k]
+    return out
+
+
+def support_ids(record: dict) -> list[str]:
+    """Every ID named in the record's supports formula, in order, de-duplicated."""
+    seen: dict[str, None] = {}
+    for group in record.get("supports") or []:
+        for ref in group:
+            seen.setdefault(ref, None)
+    return list(seen)
+
+
+def references(record: dict) -> list[tuple[str, str]]:
+    """(field, target) for every relation the record declares, in field order."""
+    out = [("supports", ref) for group in record.get("supports") or [] for ref in group]
+    for field in FLAT_RELATIONS:
+        out.extend((field, ref) for ref in record.get(field) or [])
+    return out

@@ -1,0 +1,97 @@
+"""Derived views over validated records: retirement, resolution, applicability.
+
+Validation forbids forward references, so every prerequisite precedes the
+record that names it: one pass in file order computes applicability without
+recursion, however long the chains.
+"""
+
+from __future__ import annotations
+
+
+def _dedupe(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def project(records: list[dict]) -> list[dict]:
+    """Projected copies of records: recorded_state, state, retired_by, resolved_by,
+    and for decisions applicable and blocked_by. The input is not modified."""
+    retired_by: dict[str, str] = {}
+    for record in records:
+        for target in record.get("supersedes") or ():
+            retired_by[target] = record["id"]
+
+    by_id: dict[str, dict] = {}
+    blocked: dict[str, list[str]] = {}
+    for record in records:
+        rid = record["id"]
+        by_id[rid] = record
+        if record["kind"] != "decision":
+            continue
+        if record["state"] != "adopted" or rid in retired_by:
+            blocked[rid] = [rid]
+            continue
+        reasons: list[str] = []
+        for prereq in record.get("depends_on") or ():
+            target = by_id.get(prereq)
+            if target is None:  # defensive: a validated ledger never gets here
+                reasons.append(prereq)
+            elif target["kind"] == "claim":
+                if target["state"] != "accepted" or prereq in retired_by:
+                    reasons.append(prereq)
+            elif target["kind"] == "decision":
+                if blocked[prereq]:
+                    reasons.append(prereq)
+                    reasons.extend(blocked[prereq])
+            else:
+                reasons.append(prereq)
+        blocked[rid] = _dedupe(reasons)
+
+    resolved_by: dict[str, list[str]] = {}
+    for record in records:
+        rid = record["id"]
+        if not record.get("answers") or rid in retired_by:
+            continue
+        kind = record["kind"]
+        if (kind == "claim" and record["state"] == "accepted") or (kind == "decision" and not blocked[rid]):
+            for question in record["answers"]:
+                resolved_by.setdefault(question, []).append(rid)
+
+    out: list[dict] = []
+    for record in records:
+        rid = record["id"]
+        view = dict(record)
+        view["recorded_state"] = record["state"]
+        answers = resolved_by.get(rid, []) if record["kind"] == "question" else []
+        if answers:
+            view["state"] = "resolved"
+        view["retired_by"] = retired_by.get(rid, "")
+        view["resolved_by"] = _dedupe(answers)
+        if record["kind"] == "decision":
+            view["blocked_by"] = blocked[rid]
+            view["applicable"] = not blocked[rid]
+        out.append(view)
+    return out
+
+
+def current(projected: list[dict]) -> list[dict]:
+    """The projected records no later record supersedes."""
+    return [r for r in projected if not r["retired_by"]]
+
+
+def at(records: list[dict], record_id: str) -> list[dict] | None:
+    """The records up to and including record_id (file order), or None if unknown."""
+    for i, record in enumerate(records):
+        if record["id"] == record_id:
+            return records[: i + 1]
+    return None
+
+
+def is_available(view: dict) -> bool:
+    """True when a projected record is current support: accepted claim, applicable decision."""
+    if view["retired_by"]:
+        return False
+    if view["kind"] == "claim":
+        return view["state"] == "accepted"
+    if view["kind"] == "decision":
+        return bool(view["applicable"])
+    return False

@@ -1,0 +1,155 @@
+"""Building new records: provenance, scope normalisation, evidence, batches."""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+from datetime import UTC, datetime
+from pathlib import Path
+
+from . import model
+from .store import LedgerError
+
+
+class UsageError(LedgerError):
+    """Bad command-line input; exit 2."""
+
+    exit_code = 2
+
+
+def detect_author() -> tuple[str, bool]:
+    """The recording author and whether it had to fall back to "unknown"."""
+    env = os.environ
+    if env.get("DOCKET_AUTHOR"):
+        return env["DOCKET_AUTHOR"], False
+    if env.get("AI_AGENT"):
+        return env["AI_AGENT"].split("_", 1)[0], False
+    if env.get("CODEX_SANDBOX") or env.get("CODEX_HOME"):
+        return "codex", False
+    if env.get("USER"):
+        return env["USER"], False
+    return "unknown", True
+
+
+def detect_session() -> str:
+    """The agent session ID from the environment, or ""."""
+    for name in ("CLAUDE_SESSION_ID", "CLAUDE_CODE_BRIDGE_SESSION_ID", "SESSION_ID"):
+        if os.environ.get(name):
+            return os.environ[name]
+    return ""
+
+
+def now() -> str:
+    """UTC ISO-8601 to the second, e.g. ``2026-09-12T10:00:00+00:00``."""
+    return datetime.now(UTC).replace(microsecond=0).isoformat()
+
+
+def provenance(ledger: Path) -> dict:
+    """ts, author, session and branch for a record written to ledger."""
+    from .gitio import current_branch
+
+    author, _ = detect_author()
+    return {
+        "ts": now(),
+        "author": author,
+        "session": detect_session(),
+        "branch": current_branch(ledger.parent),
+    }
+
+
+def normalize_scope(scope: str, root: Path) -> str:
+    """A repository-relative, normalised path scope; component names pass through."""
+    value = scope.strip()
+    if not value:
+        raise UsageError("--scope needs a non-empty path, glob or component name")
+    if "\x00" in value or "\n" in value:
+        raise UsageError(f"--scope {value!r} contains a control character")
+    if os.path.isabs(value):
+        try:
+            value = Path(value).resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            raise UsageError(f"--scope {scope} is outside the repository at {root}") from None
+        if Path(scope).is_dir():
+            value += "/"
+    value = value.replace("\\", "/")
+    trailing = value.endswith("/")
+    norm = posixpath.normpath(value)
+    if norm == ".." or norm.startswith("../"):
+        raise UsageError(f"--scope {scope} points outside the repository; use a path inside it")
+    if norm == ".":
+        return "./" if trailing else "."
+    return norm + "/" if trailing else norm
+
+
+def parse_evidence(value: str) -> dict:
+    """``--evidence``: a plain reference, or a JSON object with ref/checked_at/commit."""
+    text = value.strip()
+    if text.startswith("{"):
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"--evidence is not a valid JSON object: {exc.msg}") from None
+        if not isinstance(obj, dict):
+            raise UsageError("--evidence JSON must be an object with a ref")
+        return obj
+    if not text:
+        raise UsageError("--evidence needs a non-empty reference")
+    return {"ref": text}
+
+
+def draft(kind: str, text: str, fields: dict, prov: dict) -> dict:
+    """A record without its ID: defaults, then provenance, then the given fields."""
+    record: dict = {"schema": model.SCHEMA, "kind": kind, "text": text, "state": model.DEFAULT_STATE[kind]}
+    record.update(prov)
+    record.update({k: (list(v) if isinstance(v, list) else v) for k, v in model.COMMON_DEFAULTS.items()})
+    if kind == "decision":
+        record.update({k: (list(v) if isinstance(v, list) else v) for k, v in model.DECISION_DEFAULTS.items()})
+    record.update({k: v for k, v in fields.items() if v is not None})
+    return model.ordered(record)
+
+
+BATCH_FORBIDDEN = ("id",)
+
+
+def parse_batch(data: bytes, prov: dict) -> list[dict]:
+    """Drafts from JSONL batch input; ``@N`` references are resolved on append."""
+    drafts: list[dict] = []
+    for number, raw in enumerate(data.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            reason = getattr(exc, "msg", "not UTF-8")
+            raise LedgerError(f"batch line {number}: invalid JSON: {reason}") from None
+        if not isinstance(obj, dict):
+            raise LedgerError(f"batch line {number}: each JSONL line must be an object")
+        if "id" in obj:
+            raise LedgerError(f"batch line {number}: leave 'id' out; docket allocates IDs (use @N to cite line N)")
+        if "schema" in obj and obj["schema"] != model.SCHEMA:
+            raise LedgerError(f"batch line {number}: schema must be {model.SCHEMA} or left out")
+        kind = obj.get("kind")
+        if kind not in model.KINDS:
+            raise LedgerError(f"batch line {number}: kind must be one of claim, decision, question")
+        text = obj.get("text")
+        fields = {k: v for k, v in obj.items() if k not in ("kind", "text")}
+        drafts.append(draft(kind, text, fields, prov))
+    if not drafts:
+        raise LedgerError("batch is empty; give one JSON object per line")
+    return drafts
+
+
+def hints(record: dict) -> list[str]:
+    """Advice about a just-written record, worst first; never an error."""
+    rid = record["id"]
+    out = []
+    if not record.get("scope"):
+        out.append(f"{rid}: no --scope: this record competes for room in every briefing")
+    if record["kind"] == "decision" and not record.get("alternatives"):
+        out.append(f"{rid}: no --alternative: name what the choice beat, if anything did")
+    if not record.get("rationale"):
+        out.append(f"{rid}: no --rationale: say why, when the text does not")
+    if not record.get("cost_if_wrong") and record["kind"] != "question":
+        out.append(f"{rid}: no --cost: say what breaks if this turns out wrong")
+    return out

@@ -1,0 +1,424 @@
+"""Find, lock, read and append the ledger file; keep the validated-prefix cache.
+
+A read validates only what the cache has not seen: the cache remembers the
+byte length and SHA-256 of the last fully validated prefix plus the index the
+cross-record rules need. If the file only grew, the new lines are validated
+against that index; if anything else changed, the whole file is validated
+again. The cache is never trusted over the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import canonical, model
+from .validate import Index, Invalid, check_line, check_new, parse_line
+
+LEDGER_DIR = ".docket"
+LEDGER_NAME = "ledger.jsonl"
+CACHE_VERSION = 1
+
+
+class LedgerError(Exception):
+    """A ledger problem a user must fix; printed as ``docket: <message>``, exit 1."""
+
+    exit_code = 1
+
+
+class NoLedger(LedgerError):
+    """There is no ledger here and nowhere to create one."""
+
+
+NO_LEDGER = "no ledger here; run 'docket init' in a git repository"
+
+
+# -- discovery -------------------------------------------------------------
+
+
+def _ancestors(start: Path) -> Iterator[Path]:
+    start = start.resolve()
+    yield start
+    yield from start.parents
+
+
+def find_ledger(start: Path) -> Path | None:
+    """The nearest existing ``.docket/ledger.jsonl`` at or above start."""
+    for directory in _ancestors(start):
+        candidate = directory / LEDGER_DIR / LEDGER_NAME
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def find_repo_root(start: Path) -> Path | None:
+    """The nearest directory at or above start holding ``.git`` (dir or file)."""
+    for directory in _ancestors(start):
+        if (directory / ".git").exists():
+            return directory
+    return None
+
+
+def locate(start: Path) -> Path:
+    """Where the ledger is, or would be created: existing ledger, ``.docket/``, repo root."""
+    found = find_ledger(start)
+    if found is not None:
+        return found
+    root = find_repo_root(start)
+    for directory in _ancestors(start):
+        if (directory / LEDGER_DIR).is_dir():
+            return directory / LEDGER_DIR / LEDGER_NAME
+        if directory == root:
+            break
+    if root is None:
+        raise NoLedger(NO_LEDGER)
+    return root / LEDGER_DIR / LEDGER_NAME
+
+
+# -- locking ----------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def locked(path: Path, *, exclusive: bool) -> Iterator[None]:
+    """Hold the ledger's lock file (shared for reads, exclusive for writes)."""
+    lock_path = path.with_name(path.name + ".lock")
+    try:
+        handle = open(lock_path, "a")  # noqa: SIM115 - held for the block
+    except OSError:
+        if exclusive:
+            raise
+        yield  # a read-only checkout can still be read
+        return
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        handle.close()
+
+
+# -- the validated-prefix cache ------------------------------------------------
+
+
+def _cache_file(path: Path) -> Path:
+    from platformdirs import user_cache_dir
+
+    key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:32]
+    return Path(user_cache_dir("docket-git")) / "prefix" / f"{key}.json"
+
+
+@dataclass
+class _Prefix:
+    length: int
+    lines: int
+    index: Index
+
+
+def _load_cache(path: Path, data: bytes) -> _Prefix | None:
+    try:
+        raw = json.loads(_cache_file(path).read_bytes())
+        if raw.get("version") != CACHE_VERSION or raw.get("path") != str(path.resolve()):
+            return None
+        length = raw["length"]
+        if length > len(data) or hashlib.sha256(data[:length]).hexdigest() != raw["digest"]:
+            return None
+        index = Index(
+            max_seq=raw["max_seq"],
+            lines=raw["ids"],
+            retired=set(raw["retired"]),
+            count=raw["count"],
+        )
+        return _Prefix(length, raw["lines"], index)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _save_cache(path: Path, prefix_bytes: bytes, lines: int, index: Index) -> None:
+    target = _cache_file(path)
+    payload = {
+        "version": CACHE_VERSION,
+        "path": str(path.resolve()),
+        "length": len(prefix_bytes),
+        "digest": hashlib.sha256(prefix_bytes).hexdigest(),
+        "lines": lines,
+        "max_seq": index.max_seq,
+        "count": index.count,
+        "ids": index.lines,
+        "retired": sorted(index.retired),
+    }
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(payload, separators=(",", ":")))
+        os.replace(tmp, target)
+    except OSError:
+        pass  # the cache is an optimisation; never fail a command over it
+
+
+# -- reading ------------------------------------------------------------------
+
+
+@dataclass
+class Snapshot:
+    """One consistent read of a ledger file."""
+
+    path: Path
+    data: bytes = b""
+    #: Parsed records in file order (empty when read without records).
+    records: list[dict] = field(default_factory=list)
+    #: Byte offset just past each record's line (newline included).
+    ends: list[int] = field(default_factory=list)
+    index: Index = field(default_factory=Index)
+    #: Bytes that hold valid records; a torn final line lies beyond.
+    valid_length: int = 0
+    #: Line number of a skipped torn final line, if any.
+    torn_line: int | None = None
+
+    def position(self, record_id: str) -> int | None:
+        """The index of the record with this ID in ``records``, if any."""
+        for i, record in enumerate(self.records):
+            if record["id"] == record_id:
+                return i
+        return None
+
+    def prefix_digest(self, i: int) -> str:
+        """SHA-256 of the ledger bytes up to and including record i's line."""
+        return canonical.sha256(self.data[: self.ends[i]])
+
+    def revision(self) -> str:
+        """SHA-256 of the bytes up to and including the last record's line."""
+        return canonical.sha256(self.data[: self.ends[-1]] if self.ends else b"")
+
+
+def _segments(data: bytes, start: int, first_line: int) -> Iterator[tuple[int, int, bytes]]:
+    """(line number, end offset, bytes) of each line from start on, newline kept in end."""
+    number = first_line
+    pos = start
+    size = len(data)
+    while pos < size:
+        nl = data.find(b"\n", pos)
+        end = size if nl < 0 else nl + 1
+        number += 1
+        yield number, end, data[pos : end if nl < 0 else nl]
+        pos = end
+
+
+def _bulk_parse(lines: list[bytes]) -> list[dict] | None:
+    # One json.loads over the whole prefix is several times faster than one per line.
+    try:
+        return json.loads(b"[" + b",".join(lines) + b"]")
+    except ValueError:
+        return None
+
+
+def parse(path: Path, data: bytes, *, records: bool = True, use_cache: bool = True) -> Snapshot:
+    """Validate ledger bytes (only past the cached prefix) and build a snapshot."""
+    snap = Snapshot(path=path, data=data)
+    cached = _load_cache(path, data) if use_cache else None
+    start, line_no, index = (cached.length, cached.lines, cached.index) if cached else (0, 0, Index())
+    snap.index = index
+    if records and start:
+        prefix_lines: list[bytes] = []
+        for _, end, raw in _segments(data, 0, 0):
+            if end > start:
+                break
+            if raw.strip():
+                prefix_lines.append(raw)
+                snap.ends.append(end)
+        parsed = _bulk_parse(prefix_lines)
+        snap.records = parsed if parsed is not None else [json.loads(x) for x in prefix_lines]
+    valid_end = start
+    grew = False
+    for number, end, raw in _segments(data, start, line_no):
+        if not raw.strip():
+            valid_end = end
+            line_no = number
+            continue
+        try:
+            record = parse_line(raw)
+        except ValueError as exc:
+            if end == len(data) and not data.endswith(b"\n"):
+                snap.torn_line = number
+                print(
+                    f"docket: {path}: line {number}: skipped a torn final line "
+                    "(no newline, not JSON); the next append removes it",
+                    file=sys.stderr,
+                )
+                break
+            raise LedgerError(f"line {number}: {exc}") from None
+        try:
+            check_line(record)
+            index.check(record)
+        except Invalid as exc:
+            raise LedgerError(f"line {number}: {exc.where}: {exc.message}") from None
+        index.add(record, number)
+        if records:
+            snap.records.append(record)
+            snap.ends.append(end)
+        valid_end = end
+        line_no = number
+        grew = True
+    snap.valid_length = valid_end
+    if grew and use_cache:
+        cut = data.rfind(b"\n", 0, valid_end) + 1  # cache whole lines only
+        if cut == valid_end:
+            _save_cache(path, data[:cut], line_no, index)
+    return snap
+
+
+def read(path: Path | None, *, records: bool = True, lock: bool = True) -> Snapshot:
+    """Read and validate the ledger at path; a missing file reads as empty."""
+    if path is None:
+        return Snapshot(path=Path(LEDGER_DIR) / LEDGER_NAME)
+    try:
+        if lock and path.parent.is_dir():
+            with locked(path, exclusive=False):
+                data = path.read_bytes()
+        else:
+            data = path.read_bytes()
+    except FileNotFoundError:
+        return Snapshot(path=path)
+    except OSError as exc:
+        raise LedgerError(f"cannot read {path}: {exc.strerror}") from None
+    return parse(path, data, records=records)
+
+
+# -- appending -----------------------------------------------------------------
+
+
+BATCH_REF_FIELDS = model.FLAT_RELATIONS
+
+
+def _resolve_batch_refs(draft: dict, ids: list[str], position: int) -> None:
+    def resolve(ref: object) -> object:
+        if isinstance(ref, str) and ref.startswith("@"):
+            n = ref[1:]
+            if not n.isdigit() or not 1 <= int(n) < position:
+                raise Invalid("batch", f"{ref} names a record that is not earlier in this batch")
+            return ids[int(n) - 1]
+        return ref
+
+    for name in BATCH_REF_FIELDS:
+        if isinstance(draft.get(name), list):
+            draft[name] = [resolve(r) for r in draft[name]]
+    if isinstance(draft.get("supports"), list):
+        draft["supports"] = [
+            [resolve(r) for r in group] if isinstance(group, list) else group for group in draft["supports"]
+        ]
+
+
+def prepare(snap: Snapshot, drafts: list[dict]) -> list[dict]:
+    """Give drafts their IDs and validate them, in order, against the snapshot's index.
+
+    Each draft's ``kind`` picks its ID prefix; ``@N`` in relations names the
+    Nth draft. Raises ``LedgerError`` naming the record; changes nothing on disk.
+    """
+    index = Index(
+        max_seq=snap.index.max_seq,
+        lines=dict(snap.index.lines),
+        retired=set(snap.index.retired),
+        count=snap.index.count,
+    )
+    out: list[dict] = []
+    ids: list[str] = []
+    for position, draft in enumerate(drafts, start=1):
+        record = dict(draft)
+        where = f"batch line {position}: " if len(drafts) > 1 else ""
+        try:
+            _resolve_batch_refs(record, ids, position)
+            kind = record.get("kind")
+            if kind not in model.KINDS:
+                raise Invalid("record", "kind must be one of claim, decision, question")
+            record["id"] = index.next_id(kind)
+            record = model.ordered(record)
+            check_new(record)
+            check_line(record)
+            index.check(record)
+        except Invalid as exc:
+            raise LedgerError(f"{where}{exc.where}: {exc.message}") from None
+        index.add(record, 0)
+        ids.append(record["id"])
+        out.append(record)
+    return out
+
+
+def append(path: Path, drafts: list[dict], *, dry_run: bool = False) -> list[dict]:
+    """Allocate IDs, validate and append drafts all or nothing; return the records.
+
+    Runs under the exclusive lock: the ledger is re-read (only its unvalidated
+    tail is checked), each record validated against everything before it,
+    then all lines written at once, flushed and fsynced. On any failure the
+    file is left byte-identical.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with locked(path, exclusive=True):
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            data = b""
+        snap = parse(path, data, records=False)
+        records = prepare(snap, drafts)
+        if dry_run:
+            return records
+        keep = snap.valid_length
+        payload = b"".join(canonical.line(r) for r in records)
+        if keep and not data[:keep].endswith(b"\n"):
+            payload = b"\n" + payload
+        _write_at(path, data, keep, payload)
+        new_bytes = data[:keep] + payload
+        index = snap.index
+        lines = new_bytes.count(b"\n")
+        for offset, record in enumerate(records):
+            index.add(record, lines - len(records) + offset + 1)
+        _save_cache(path, new_bytes, lines, index)
+    return records
+
+
+def _write_at(path: Path, original: bytes, offset: int, payload: bytes) -> None:
+    """Write payload at offset (dropping what followed), or restore the original bytes."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            os.lseek(fd, offset, os.SEEK_SET)
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.ftruncate(fd, offset + len(payload))
+            os.fsync(fd)
+        except OSError as exc:
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.write(fd, original)
+            os.ftruncate(fd, len(original))
+            os.fsync(fd)
+            reason = "disk full" if exc.errno == errno.ENOSPC else exc.strerror
+            raise LedgerError(f"append: cannot write {path}: {reason}") from None
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace path with data: temp file beside it, fsync, rename. All or nothing."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise LedgerError(f"cannot write {path}: {exc.strerror}") from None
+    with contextlib.suppress(OSError):
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)

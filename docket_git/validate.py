@@ -1,0 +1,277 @@
+"""Schema-2 validation with Docket-compatible messages.
+
+``check_line`` applies the per-line rules in Docket's order; ``Index`` holds
+what the cross-record rules need about the records before a line (and is
+exactly what the store caches, so a grown file validates only its new lines).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from . import model
+
+LEGACY_MESSAGE = "legacy format is unsupported; run 'docket migrate' to convert it to schema 2"
+CONFLICT_MARKERS = (b"<<<<<<<", b"=======", b">>>>>>>", b"|||||||")
+CONFLICT_MESSAGE = (
+    "git conflict marker; this ledger was merged without the docket driver. "
+    "Restore each side's ledger, keep one, and run 'docket rebase OTHER_LEDGER' "
+    "(and 'docket init' so git merges ledgers itself)"
+)
+
+
+class Invalid(Exception):
+    """A record breaks a rule. ``where`` is its ID, or ``record``/``schema``."""
+
+    def __init__(self, where: str, message: str) -> None:
+        super().__init__(f"{where}: {message}")
+        self.where = where
+        self.message = message
+
+
+@dataclass
+class Fault:
+    """One problem found on one line of a ledger file."""
+
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}"
+
+
+def _strings(value: object, *, non_empty: bool) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) and (v or not non_empty) for v in value)
+
+
+def _check_evidence(rid: str, evidence: object) -> None:
+    if not isinstance(evidence, list) or not all(isinstance(e, dict) for e in evidence):
+        raise Invalid(rid, "evidence must be a list of objects")
+    for item in evidence:
+        ref = item.get("ref")
+        if not isinstance(ref, str) or not ref:
+            raise Invalid(rid, "each evidence object needs a non-empty ref")
+        if set(item) - model.EVIDENCE_KEYS:
+            raise Invalid(rid, "evidence only permits ref, checked_at, and commit")
+        for key in ("checked_at", "commit"):
+            if key in item and not isinstance(item[key], str):
+                raise Invalid(rid, f"evidence {key} must be a string")
+
+
+def _check_legacy(rid: str, record: dict) -> None:
+    legacy = record["legacy"]
+    if not isinstance(legacy, dict) or set(legacy) != {"source_id", "raw", "relation_map"}:
+        raise Invalid(rid, "legacy must be an object with source_id, raw, and relation_map")
+    if not isinstance(legacy["source_id"], str) or not isinstance(legacy["raw"], dict):
+        raise Invalid(rid, "legacy source_id must be a string and raw an object")
+    relation_map = legacy["relation_map"]
+    if not isinstance(relation_map, dict):
+        raise Invalid(rid, "legacy relation_map must be an object")
+    for relation in model.RELATIONS:
+        key = f"mapped_{relation}"
+        if key in relation_map and relation_map[key] != record.get(relation, []):
+            raise Invalid(rid, f"legacy relation_map {key} must equal {relation}")
+
+
+def check_line(record: object) -> str:
+    """Apply every single-record rule in order; return the record's ID."""
+    if not isinstance(record, dict):
+        raise Invalid("record", "each JSONL line must be an object")
+    schema = record.get("schema")
+    if "schema" not in record or (schema == 1 and type(schema) is int):
+        raise Invalid("schema", LEGACY_MESSAGE)
+    unknown = sorted(set(record) - model.KNOWN_FIELDS)
+    if unknown:
+        raise Invalid("record", f"unknown field(s): {', '.join(unknown)}")
+    if type(schema) is not int or schema != model.SCHEMA:
+        raise Invalid("schema", f"expected schema {model.SCHEMA}, got {json.dumps(schema)}")
+    kind = record.get("kind")
+    if kind not in model.KINDS:
+        raise Invalid("record", "kind must be one of claim, decision, question")
+    rid = record.get("id")
+    if not model.is_id(rid):
+        raise Invalid("record", "id must match cN, dN, or qN with a positive sequence number")
+    if rid[0] != model.PREFIX[kind] or model.seq(rid) == 0:
+        raise Invalid("record", f"{kind} id '{rid}' has the wrong prefix or sequence")
+    text = record.get("text")
+    if not isinstance(text, str) or not text:
+        raise Invalid(rid, "text must be a non-empty string")
+    state = record.get("state")
+    if state not in model.STATES[kind]:
+        if kind == "question":
+            raise Invalid(rid, "questions have recorded state open; resolution is derived from answers")
+        raise Invalid(rid, f"invalid {kind} state '{state}'")
+    for name in model.STRING_FIELDS:
+        if (name in model.REQUIRED_FIELDS or name in record) and not isinstance(record.get(name), str):
+            raise Invalid(rid, f"{name} must be a string")
+    if "pinned" in record and type(record["pinned"]) is not bool:
+        raise Invalid(rid, "pinned must be boolean")
+    if "scope" in record and not _strings(record["scope"], non_empty=True):
+        raise Invalid(rid, "scope must be a list of non-empty strings")
+    for name in model.FLAT_RELATIONS:
+        if name in record and not _strings(record[name], non_empty=True):
+            raise Invalid(rid, f"{name} must be a list of non-empty ID strings")
+    if "supports" in record:
+        supports = record["supports"]
+        if not isinstance(supports, list) or not all(
+            isinstance(group, list) and group and _strings(group, non_empty=True) for group in supports
+        ):
+            raise Invalid(rid, "supports must be a list of conjunctive ID lists")
+    if "evidence" in record:
+        _check_evidence(rid, record["evidence"])
+    if kind == "decision":
+        choice = record.get("choice")
+        if not isinstance(choice, str) or not choice:
+            raise Invalid(rid, "decision choice must be a non-empty string")
+        if "alternatives" in record and not _strings(record["alternatives"], non_empty=True):
+            raise Invalid(rid, "decision alternatives must be a list of non-empty strings")
+        if "decided_by" in record and not isinstance(record["decided_by"], str):
+            raise Invalid(rid, "decision decided_by must be a string")
+    else:
+        if "choice" in record or "alternatives" in record:
+            raise Invalid(rid, "choice and alternatives are decision-only fields")
+        if "decided_by" in record:
+            raise Invalid(rid, "decided_by is a decision-only field")
+    if kind == "question" and record.get("answers"):
+        raise Invalid(rid, "questions cannot answer other questions")
+    if kind != "decision" and record.get("depends_on"):
+        raise Invalid(rid, "only decisions may have depends_on")
+    if "legacy" in record:
+        _check_legacy(rid, record)
+    return rid
+
+
+@dataclass
+class Index:
+    """What the cross-record rules need to know about the records so far."""
+
+    max_seq: int = 0
+    #: ID -> 1-based line number where it was recorded.
+    lines: dict[str, int] = field(default_factory=dict)
+    #: IDs some record supersedes.
+    retired: set[str] = field(default_factory=set)
+    count: int = 0
+
+    def check(self, record: dict) -> None:
+        """Apply the cross-record rules to a record that passed ``check_line``."""
+        rid = record["id"]
+        if rid in self.lines:
+            raise Invalid(rid, "duplicate ID")
+        if model.seq(rid) <= self.max_seq:
+            raise Invalid(rid, "global sequence must increase monotonically; gaps are allowed")
+        kind = record["kind"]
+        for name, target in model.references(record):
+            if target == rid:
+                raise Invalid(rid, f"{name} cannot refer to itself")
+            if target not in self.lines:
+                raise Invalid(rid, f"{name} refers to unknown or later ID '{target}'")
+            target_kind = model.kind_of(target)
+            if name in ("supports", "depends_on") and target_kind == "question":
+                raise Invalid(rid, f"{name} target '{target}' is not a claim or decision")
+            if name == "answers" and target_kind != "question":
+                raise Invalid(rid, f"answers target '{target}' is not a question")
+            if name == "supersedes":
+                if target_kind != kind:
+                    raise Invalid(rid, f"supersedes target '{target}' is a different kind")
+                if target in self.retired:
+                    raise Invalid(rid, f"supersedes target '{target}' is already retired")
+
+    def add(self, record: dict, line: int) -> None:
+        """Take a checked record into the index."""
+        rid = record["id"]
+        self.lines[rid] = line
+        self.max_seq = max(self.max_seq, model.seq(rid))
+        self.retired.update(record.get("supersedes") or ())
+        self.count += 1
+
+    def next_id(self, kind: str) -> str:
+        """The ID the next record of ``kind`` gets."""
+        return model.make_id(kind, self.max_seq + 1)
+
+
+def parse_line(raw: bytes) -> object:
+    """Decode one ledger line, raising ``ValueError`` with a readable reason."""
+    if raw.startswith(CONFLICT_MARKERS):
+        raise ValueError(CONFLICT_MESSAGE)
+    try:
+        return json.loads(raw)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"invalid JSON: not UTF-8 ({exc.reason})") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+
+
+def check_all(lines: list[tuple[int, bytes]]) -> tuple[list[Fault], int]:
+    """Every fault in the given (line number, bytes) lines; and the record count.
+
+    Unlike a read, this keeps going after a fault so a user sees them all.
+    """
+    faults: list[Fault] = []
+    index = Index()
+    for number, raw in lines:
+        try:
+            record = parse_line(raw)
+        except ValueError as exc:
+            faults.append(Fault(number, str(exc)))
+            continue
+        try:
+            rid = check_line(record)
+        except Invalid as exc:
+            faults.append(Fault(number, f"{exc.where}: {exc.message}"))
+            continue
+        if rid in index.lines:
+            faults.append(Fault(number, f"duplicate id {rid}, first seen on line {index.lines[rid]}"))
+            continue
+        if model.seq(rid) <= index.max_seq:
+            top = max(index.lines, key=model.seq)
+            faults.append(Fault(number, f"id {rid} does not increase past {top}"))
+            index.add(record, number)  # later lines may still cite it
+            continue
+        try:
+            index.check(record)
+        except Invalid as exc:
+            faults.append(Fault(number, f"{exc.where}: {exc.message}"))
+        index.add(record, number)
+    return faults, index.count
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def check_new(record: dict) -> None:
+    """The refusals that apply when a record is written, never when one is read."""
+    kind = record.get("kind")
+    text = record.get("text")
+    if kind in ("claim", "decision") and isinstance(text, str) and text.rstrip().endswith("?"):
+        raise Invalid(
+            "record",
+            f"a {kind} must state the commitment, not ask it; record the question "
+            "with 'docket question' and link it with --answers",
+        )
+    if kind != "decision":
+        return
+    choice = record.get("choice")
+    if not isinstance(choice, str) or not isinstance(text, str):
+        return
+    alternatives = record.get("alternatives") or []
+    if alternatives and all(isinstance(a, str) and _norm(a) == _norm(choice) for a in alternatives):
+        raise Invalid(
+            "record",
+            "decision alternatives must name an option the choice beat; "
+            "leave --alternative off when the decision had no contender",
+        )
+    if _norm(text) == _norm(choice):
+        raise Invalid(
+            "record",
+            "decision text must carry more than the choice; name what the decision "
+            "commits to and leave the option detail in --choice",
+        )
+    rationale = record.get("rationale")
+    if isinstance(rationale, str) and rationale and _norm(rationale) in (_norm(choice), _norm(text)):
+        raise Invalid(
+            "record",
+            "decision rationale must say why the choice won; leave --rationale off "
+            "when the choice line already carries the reason",
+        )

@@ -1,0 +1,151 @@
+"""Shared fixtures: isolated environments, real git repositories, the real console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+
+def _script(name: str) -> str:
+    local = Path(sys.executable).parent / name
+    found = str(local) if local.exists() else shutil.which(name)
+    if not found:
+        pytest.exit(f"the {name} console script is not installed; run: pip install -e '.[test]'", 2)
+    return found
+
+
+DOCKET = _script("docket")
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """A process environment cut off from the user's git config, caches and agent variables."""
+    home = tmp_path / "home"
+    home.mkdir()
+    for name in list(os.environ):
+        if name.startswith(("DOCKET_", "CLAUDE_", "CODEX_", "GIT_")) or name in ("AI_AGENT", "SESSION_ID"):
+            monkeypatch.delenv(name, raising=False)
+    values = {
+        "HOME": str(home),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": str(home / ".gitconfig"),
+        "GIT_AUTHOR_NAME": "Test Author",
+        "GIT_AUTHOR_EMAIL": "author@example.com",
+        "GIT_COMMITTER_NAME": "Test Author",
+        "GIT_COMMITTER_EMAIL": "author@example.com",
+        "DOCKET_AUTHOR": "tester",
+        "PATH": str(Path(DOCKET).parent) + os.pathsep + os.environ.get("PATH", ""),
+    }
+    for key, value in values.items():
+        monkeypatch.setenv(key, value)
+    (home / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n[user]\n\tname = Test\n\temail = t@example.com\n")
+    return dict(os.environ)
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> object:
+        return json.loads(self.out)
+
+
+@dataclass
+class Repo:
+    """A real git repository with helpers to run docket and git inside it."""
+
+    path: Path
+    env: dict[str, str]
+
+    @property
+    def ledger(self) -> Path:
+        return self.path / ".docket" / "ledger.jsonl"
+
+    def docket(self, *args: str, input: str | bytes | None = None, cwd: Path | None = None) -> Result:
+        data = input.encode() if isinstance(input, str) else input
+        proc = subprocess.run(
+            [DOCKET, *args], cwd=cwd or self.path, env=self.env, input=data, capture_output=True, timeout=60
+        )
+        return Result(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+
+    def ok(self, *args: str, **kw) -> Result:
+        result = self.docket(*args, **kw)
+        assert result.code == 0, f"docket {' '.join(args)} exited {result.code}: {result.err}"
+        return result
+
+    def git(self, *args: str, check: bool = True) -> str:
+        proc = subprocess.run(["git", *args], cwd=self.path, env=self.env, capture_output=True, text=True)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr}")
+        return proc.stdout
+
+    def records(self) -> list[dict]:
+        return [json.loads(line) for line in self.ledger.read_text().splitlines() if line.strip()]
+
+    def write_ledger(self, lines: list[dict | str]) -> bytes:
+        self.ledger.parent.mkdir(exist_ok=True)
+        text = "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines)
+        self.ledger.write_text(text)
+        return self.ledger.read_bytes()
+
+
+@pytest.fixture
+def repo(tmp_path: Path, env: dict[str, str]) -> Repo:
+    """An initialised git repository (no commits) with an empty docket ledger."""
+    path = tmp_path / "repo"
+    path.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True, env=env)
+    r = Repo(path, env)
+    r.ok("init")
+    return r
+
+
+@pytest.fixture
+def bare_repo(tmp_path: Path, env: dict[str, str]) -> Repo:
+    """A git repository without a ledger."""
+    path = tmp_path / "plain"
+    path.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True, env=env)
+    return Repo(path, env)
+
+
+def rec(rid: str, text: str = "", **fields) -> dict:
+    """A complete, valid schema-2 record for hand-written test ledgers."""
+    kind = {"c": "claim", "d": "decision", "q": "question"}[rid[0]]
+    record = {
+        "schema": 2,
+        "kind": kind,
+        "id": rid,
+        "text": text or f"record {rid}",
+        "state": {"claim": "unassessed", "decision": "adopted", "question": "open"}[kind],
+        "ts": "2026-01-01T00:00:00+00:00",
+        "author": "tester",
+        "session": "",
+        "branch": "",
+        "scope": [],
+        "rationale": "",
+        "supports": [],
+        "depends_on": [],
+        "answers": [],
+        "supersedes": [],
+        "evidence": [],
+        "revisit": "",
+        "cost_if_wrong": "",
+        "pinned": False,
+    }
+    if kind == "decision":
+        record.update(choice=f"choice {rid}", alternatives=[], decided_by="")
+    record.update(fields)
+    return record
