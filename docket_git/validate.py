@@ -195,7 +195,7 @@ def parse_line(raw: bytes) -> object:
     if raw.startswith(CONFLICT_MARKERS):
         raise ValueError(CONFLICT_MESSAGE)
     try:
-        return json.loads(raw)
+        return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise ValueError(f"invalid JSON: not UTF-8 ({exc.reason})") from None
     except json.JSONDecodeError as exc:

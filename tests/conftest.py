@@ -121,14 +121,14 @@ def bare_repo(tmp_path: Path, env: dict[str, str]) -> Repo:
     return Repo(path, env)
 
 
-def rec(rid: str, text: str = "", **fields) -> dict:
+def rec(rid: str, text: object = None, **fields) -> dict:
     """A complete, valid schema-2 record for hand-written test ledgers."""
     kind = {"c": "claim", "d": "decision", "q": "question"}[rid[0]]
     record = {
         "schema": 2,
         "kind": kind,
         "id": rid,
-        "text": text or f"record {rid}",
+        "text": f"record {rid}" if text is None else text,
         "state": {"claim": "unassessed", "decision": "adopted", "question": "open"}[kind],
         "ts": "2026-01-01T00:00:00+00:00",
         "author": "tester",

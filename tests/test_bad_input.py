@@ -1,0 +1,117 @@
+"""Bad ledgers: a clear `docket: line N: ...`, a non-zero exit, and every byte left alone."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .conftest import Repo, rec
+
+CASES = [
+    ("invalid_json", [rec("c1"), rec("c2"), "{oops"], "line 3: invalid JSON: "),
+    ("duplicate", [rec("c2"), rec("c2")], "line 2: c2: duplicate ID"),
+    ("out_of_order", [rec("c5"), rec("c3")], "line 2: c3: global sequence must increase monotonically"),
+    (
+        "forward_ref",
+        [rec("d1", depends_on=["c2"]), rec("c2")],
+        "line 1: d1: depends_on refers to unknown or later ID 'c2'",
+    ),
+    ("cross_kind", [rec("d1"), rec("c2", supersedes=["d1"])], "line 2: c2: supersedes target 'd1' is a different kind"),
+    (
+        "already_retired",
+        [rec("c1"), rec("c2", supersedes=["c1"]), rec("c3", supersedes=["c1"])],
+        "line 3: c3: supersedes target 'c1' is already retired",
+    ),
+    (
+        "answers_non_question",
+        [rec("c1"), rec("c2", answers=["c1"])],
+        "line 2: c2: answers target 'c1' is not a question",
+    ),
+    ("schema1", [{"id": "d1", "state": "settled", "question": "q", "answer": "a"}], "line 1: schema: legacy format"),
+    ("unknown_field", [rec("c1", mood="sunny")], "line 1: record: unknown field(s): mood"),
+    ("question_state", [rec("q1", state="resolved")], "line 1: q1: questions have recorded state open"),
+    (
+        "conflict_markers",
+        [rec("c1"), "<<<<<<< HEAD", rec("c2"), "=======", rec("c3"), ">>>>>>> topic"],
+        "line 2: git conflict marker",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "lines", "message"), CASES, ids=[c[0] for c in CASES])
+def test_reads_and_writes_refuse_with_the_line(repo: Repo, name: str, lines: list, message: str) -> None:
+    before = repo.write_ledger(lines)
+    for args in (("list",), ("show", "c1"), ("claim", "new"), ("list", "--json")):
+        result = repo.docket(*args)
+        assert result.code == 1, (args, result.err)
+        assert result.err.startswith(f"docket: {message}"), result.err
+        assert repo.ledger.read_bytes() == before
+    check = repo.docket("check")
+    assert check.code == 1
+    assert "fault(s)" in check.out
+    assert repo.ledger.read_bytes() == before
+
+
+def test_schema1_message_names_migrate(repo: Repo) -> None:
+    repo.write_ledger([{"id": "d1", "state": "open", "question": "Which?"}])
+    assert "run 'docket migrate' to convert it to schema 2" in repo.docket("list").err
+
+
+def test_check_lists_every_fault_then_advice(repo: Repo) -> None:
+    repo.write_ledger([rec("c2"), "not json", rec("c2"), rec("c1"), rec("c6", answers=["c2"])])
+    result = repo.docket("check")
+    assert result.code == 1
+    assert result.out.splitlines() == [
+        f"docket: {repo.ledger} has 4 fault(s)",
+        "  line 2: invalid JSON: Expecting value (column 1)",
+        "  line 3: duplicate id c2, first seen on line 1",
+        "  line 4: id c1 does not increase past c2",
+        "  line 6: c6: answers target 'c2' is not a question".replace("line 6", "line 5"),
+        "Duplicate or out-of-order IDs usually mean two branches recorded separately. "
+        "Recover the other branch's ledger and run:",
+        "  docket rebase OTHER_LEDGER",
+    ]
+
+
+def test_check_clean_and_missing(repo: Repo, bare_repo: Repo) -> None:
+    repo.ok("claim", "one")
+    assert repo.ok("check").out == f"docket: {repo.ledger} reads cleanly, 1 record\n"
+    result = bare_repo.ok("check")
+    assert result.out == f"docket: no ledger at {bare_repo.ledger}\n"
+
+
+def test_torn_final_line_is_skipped_reported_and_removed(repo: Repo) -> None:
+    repo.ok("claim", "kept")
+    good = repo.ledger.read_bytes()
+    repo.ledger.write_bytes(good + b'{"schema":2,"kind":"cla')
+    listed = repo.docket("list")
+    assert listed.code == 0
+    assert "c1  unassessed  kept" in listed.out
+    assert "line 2: skipped a torn final line" in listed.err
+    check = repo.docket("check")
+    assert check.code == 1
+    assert "line 2: invalid JSON" in check.out and "torn final line" in check.out
+    repo.ok("claim", "after")
+    assert repo.ledger.read_bytes() == good + repo.ledger.read_bytes()[len(good) :]
+    assert [r["text"] for r in repo.records()] == ["kept", "after"]
+
+
+def test_missing_final_newline_is_repaired(repo: Repo) -> None:
+    repo.ledger.write_text(json.dumps(rec("c1")))
+    repo.ok("claim", "second")
+    assert repo.ledger.read_text().count("\n") == 2
+    assert [r["id"] for r in repo.records()] == ["c1", "c2"]
+
+
+def test_blank_lines_are_ignored(repo: Repo) -> None:
+    repo.ledger.write_text("\n" + json.dumps(rec("c1")) + "\n\n" + json.dumps(rec("c4")) + "\n")
+    assert repo.ok("list", "--json").json()[1]["id"] == "c4"
+    assert repo.ok("claim", "next").out.startswith("c5 ")
+
+
+def test_non_utf8_line(repo: Repo) -> None:
+    repo.ledger.write_bytes(json.dumps(rec("c1")).encode() + b"\n\xff\xfe{}\n")
+    result = repo.docket("list")
+    assert result.code == 1
+    assert result.err.startswith("docket: line 2: invalid JSON: not UTF-8")

@@ -1,0 +1,94 @@
+"""list, show, where through the real console script."""
+
+from __future__ import annotations
+
+from .conftest import Repo
+
+
+def seed(repo: Repo) -> None:
+    repo.ok("claim", "Payments need idempotency keys", "--state", "accepted", "--scope", "src/pay/")
+    repo.ok("question", "Where do keys live?")
+    repo.ok("decision", "Keep keys in Redis", "--choice", "Redis", "--depends-on", "c1", "--answers", "q2")
+    repo.ok("claim", "Keys expire after a day", "--supports", "c1")
+    repo.ok("claim", "Keys expire after a week", "--supersedes", "c4", "--rationale", "Provider changed the TTL")
+
+
+def test_list_hides_retired_and_shows_derived_state(repo: Repo) -> None:
+    seed(repo)
+    assert repo.ok("list").out.splitlines() == [
+        "c1  accepted  Payments need idempotency keys",
+        "q2  resolved  Where do keys live?",
+        "d3  adopted  Keep keys in Redis",
+        "      Redis",
+        "c5  unassessed  Keys expire after a week",
+        "      Provider changed the TTL",
+    ]
+    superseded = repo.ok("list", "--superseded").out
+    assert "c4  unassessed  Keys expire after a day  <- c1  (superseded by c5)" in superseded
+
+
+def test_list_filters(repo: Repo) -> None:
+    seed(repo)
+    assert [r["id"] for r in repo.ok("list", "--json", "--kind", "claim").json()] == ["c1", "c5"]
+    assert [r["id"] for r in repo.ok("list", "--json", "--state", "resolved").json()] == ["q2"]
+    assert [r["id"] for r in repo.ok("list", "--json", "--state", "open").json()] == []
+    assert [r["id"] for r in repo.ok("list", "--json", "--find", "REDIS").json()] == ["d3"]
+    assert repo.ok("list", "--oneline").out.splitlines()[0].startswith("c1    accepted  Payments")
+    assert repo.docket("list", "--state", "bogus").code == 2
+    assert repo.docket("list", "--kind", "note").code == 2
+
+
+def test_list_empty(repo: Repo) -> None:
+    assert repo.ok("list", "--json").out == "[]\n"
+    result = repo.ok("list")
+    assert (result.out, result.err) == ("", "docket: nothing recorded\n")
+
+
+def test_show_json_and_at(repo: Repo) -> None:
+    seed(repo)
+    q2 = repo.ok("show", "q2", "--json").json()
+    assert (q2["state"], q2["recorded_state"], q2["resolved_by"]) == ("resolved", "open", ["d3"])
+    d3 = repo.ok("show", "d3", "--json").json()
+    assert (d3["applicable"], d3["blocked_by"]) == (True, [])
+    c4 = repo.ok("show", "c4", "--json").json()
+    assert c4["retired_by"] == "c5"
+    assert repo.ok("show", "c4", "--at", "c4", "--json").json()["retired_by"] == ""
+    assert repo.ok("show", "q2", "--at", "q2", "--json").json()["state"] == "open"
+
+
+def test_show_human(repo: Repo) -> None:
+    seed(repo)
+    out = repo.ok("show", "d3").out.splitlines()
+    assert out[0] == "d3  decision  adopted  Keep keys in Redis"
+    assert "Choice: Redis" in out
+    assert "Depends on: c1 (Payments need idempotency keys)" in out
+    assert "Answers: q2 (Where do keys live?)" in out
+    assert out[-1].startswith("Author: tester")
+
+
+def test_show_unknown(repo: Repo) -> None:
+    seed(repo)
+    result = repo.docket("show", "zz")
+    assert (result.code, result.err) == (1, "docket: no entry zz\n")
+    result = repo.docket("show", "c1", "--at", "c9")
+    assert (result.code, result.err) == (1, "docket: unknown record c9\n")
+
+
+def test_blocked_decision_shows_blockers(repo: Repo) -> None:
+    repo.ok("claim", "Unchecked premise")
+    repo.ok("decision", "Build on it", "--choice", "yes", "--depends-on", "c1")
+    repo.ok("decision", "Build further", "--choice", "more", "--depends-on", "d2")
+    d3 = repo.ok("show", "d3", "--json").json()
+    assert (d3["applicable"], d3["blocked_by"], d3["state"]) == (False, ["d2", "c1"], "adopted")
+    assert "Blocked by: d2, c1" in repo.ok("show", "d3").out
+
+
+def test_where_before_creation(bare_repo: Repo) -> None:
+    assert bare_repo.ok("where").out == f"{bare_repo.ledger}  (project, not created yet)\n"
+
+
+def test_help_teaches(repo: Repo) -> None:
+    out = repo.ok("--help").out
+    for command in ("claim", "decision", "question", "record", "list", "show", "check", "init", "where"):
+        assert command in out
+    assert "--supports" in repo.ok("claim", "--help").out
