@@ -26,7 +26,9 @@ def main(argv: list[str] | None = None) -> None:
     if args[:1] == ["merge-driver"]:
         sys.exit(_not_yet(args[1:]))
     if args[:1] == ["hook"]:
-        sys.exit(_not_yet(args[1:]))
+        from .hooks import main as hook_main
+
+        sys.exit(hook_main(args[1:]))
     if args == ["--version"]:
         from . import __version__
 

@@ -1,0 +1,43 @@
+"""Wiring agents: install-hooks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .. import agents, store
+from .app import app
+
+
+def install_agents(value: str, *, user: bool) -> None:
+    """Merge docket's hooks into each named agent's settings and say what changed."""
+    names = agents.parse_agents(value)
+    root = store.find_repo_root(Path.cwd())
+    if root is None and not user:
+        ledger = store.find_ledger(Path.cwd())
+        if ledger is None:
+            raise store.LedgerError("not in a git repository; use --user for the user-level settings")
+        root = ledger.parent.parent
+    for name in names:
+        path, added = agents.install(name, root or Path.cwd(), user=user)
+        if added:
+            typer.echo(f"docket: {name}: added {', '.join(added)} hooks to {path}")
+        else:
+            typer.echo(f"docket: {name}: {path} already runs docket's hooks")
+
+
+@app.command("install-hooks", rich_help_panel="Maintain")
+def install_hooks(
+    agents_: Annotated[
+        str,
+        typer.Option("--agents", help="Comma list: claude, codex, gemini, copilot, cursor."),
+    ] = "claude",
+    user: Annotated[bool, typer.Option("--user", help="Write the user-level settings file instead.")] = False,
+) -> None:
+    """Add docket's session-start briefing and ledger guard to agents' hook settings.
+
+    Existing hooks and settings are kept; running it again adds nothing.
+    """
+    install_agents(agents_, user=user)

@@ -1,0 +1,191 @@
+"""Agent hook commands: ``docket hook session-start`` and ``docket hook pre-tool-use``.
+
+Started by agents on every session event and tool call, so this module is
+reached from the fast entry path: no Typer, click or rich; pygit2 only when
+git history is needed. A hook never fails the agent's session: bad input is
+ignored and an internal error prints one ``docket:`` line and exits 0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from . import guard, hookstate
+
+AGENTS = ("claude", "codex", "gemini", "copilot", "cursor")
+USAGE = "usage: docket hook session-start|pre-tool-use [--for claude|codex|gemini|copilot|cursor]"
+MAX_GOVERNING = 8
+
+
+def _read_payload() -> dict | None:
+    try:
+        data = json.loads(sys.stdin.buffer.read() or b"{}")
+    except (ValueError, OSError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _emit(payload: dict) -> None:
+    sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
+
+
+# -- pre-tool-use ---------------------------------------------------------------
+
+
+def _ask(agent: str, reason: str, context: str | None) -> dict:
+    if agent == "cursor":
+        out = {"permission": "ask", "user_message": reason, "agent_message": reason}
+    elif agent == "copilot":
+        out = {"permissionDecision": "ask", "permissionDecisionReason": reason}
+    elif agent == "gemini":
+        out = {"decision": "ask", "reason": reason}
+    else:
+        out = {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "ask",
+                "permissionDecisionReason": reason,
+            }
+        }
+    if context:
+        _add_context(out, agent, context, "PreToolUse" if agent != "gemini" else "BeforeTool")
+    return out
+
+
+def _add_context(out: dict, agent: str, text: str, event: str) -> None:
+    if agent == "cursor":
+        out["additional_context"] = text
+    elif agent == "copilot":
+        out["additionalContext"] = text
+    else:
+        specific = out.setdefault("hookSpecificOutput", {"hookEventName": event})
+        specific["additionalContext"] = text
+
+
+def scope_covers(scope: str, path: str) -> bool:
+    """True when a record scope governs a repository-relative file: exact path or directory."""
+    if any(ch in scope for ch in "*?["):
+        return False
+    if scope.endswith("/"):
+        return path.startswith(scope) and scope not in ("./", "/")
+    return path == scope or ("/" in scope and path.startswith(scope + "/"))
+
+
+def governing(records: list[dict], rel_path: str) -> list[dict]:
+    """Current decisions whose scope covers rel_path, newest first."""
+    from .project import project
+
+    views = project(records)
+    hits = [
+        v
+        for v in views
+        if v["kind"] == "decision"
+        and not v["retired_by"]
+        and any(scope_covers(s, rel_path) for s in v.get("scope") or [])
+    ]
+    return hits[::-1]
+
+
+def _governing_context(payload: dict, path: str, cwd: Path) -> str | None:
+    from . import store
+
+    ledger = store.find_ledger(cwd)
+    if ledger is None:
+        return None
+    root = ledger.parent.parent
+    try:
+        rel = (cwd / path).resolve().relative_to(root.resolve()).as_posix()
+    except (ValueError, OSError):
+        return None
+    try:
+        raw = ledger.read_bytes()
+    except OSError:
+        return None
+    # Cheap prefilter: no scope mentions the file's first directory or name.
+    first = rel.split("/", 1)[0]
+    if first.encode() not in raw:
+        return None
+    session = str(payload.get("session_id") or "")
+    state = hookstate.load(session)
+    seen = set(state.get("governed", []))
+    if rel in seen:
+        return None
+    hits = governing(store.parse(ledger, raw).records, rel)
+    if not hits:
+        return None
+    lines = [f"Recorded decisions govern {rel}; read one with `docket show ID`:"]
+    for view in hits[:MAX_GOVERNING]:
+        text = view["text"] if len(view["text"]) <= 90 else view["text"][:89] + "…"
+        lines.append(f"{view['id']} {view['kind']} {view['state']}: {text}")
+    if len(hits) > MAX_GOVERNING:
+        lines.append(f"+{len(hits) - MAX_GOVERNING} more")
+    state["governed"] = sorted(seen | {rel})
+    hookstate.save(session, state)
+    return "\n".join(lines)
+
+
+def pre_tool_use(payload: dict, agent: str) -> None:
+    """Ask before a tool call writes a ledger; add governing decisions to file edits."""
+    tool = str(payload.get("tool_name") or "")
+    tool_input = payload.get("tool_input")
+    if tool_input is None and isinstance(payload.get("command"), str):
+        tool, tool_input = "Bash", {"command": payload["command"]}  # Cursor's beforeShellExecution
+    if not isinstance(tool_input, dict):
+        return
+    cwd = Path(str(payload.get("cwd") or os.getcwd()))
+    reason = guard.ask_reason(tool, tool_input, str(cwd))
+    if reason is not None:
+        _emit(_ask(agent, reason, None))
+        return
+    path = guard.edited_path(tool, tool_input)
+    if path is None:
+        return
+    context = _governing_context(payload, path, cwd)
+    if context:
+        out: dict = {}
+        _add_context(out, agent, context, "PreToolUse" if agent != "gemini" else "BeforeTool")
+        _emit(out)
+
+
+# -- session-start -------------------------------------------------------------------
+
+
+def session_start(payload: dict, agent: str) -> None:
+    """Print the briefing (or the delta on resume) in the agent's envelope."""
+    print("docket: hook session-start is not implemented yet", file=sys.stderr)
+
+
+# -- dispatch -----------------------------------------------------------------------------
+
+
+def main(argv: list[str]) -> int:
+    """Run ``docket hook NAME [--for AGENT]``; always exit 0 once the arguments parse."""
+    args = list(argv)
+    agent = "claude"
+    if "--for" in args:
+        i = args.index("--for")
+        if i + 1 >= len(args) or args[i + 1] not in AGENTS:
+            print(f"docket: {USAGE}", file=sys.stderr)
+            return 2
+        agent = args[i + 1]
+        del args[i : i + 2]
+    if len(args) != 1 or args[0] not in ("session-start", "pre-tool-use"):
+        if args[:1] in (["-h"], ["--help"]):
+            print(USAGE)
+            return 0
+        print(f"docket: {USAGE}", file=sys.stderr)
+        return 2
+    payload = _read_payload()
+    if payload is None:
+        return 0  # not JSON: stay out of the agent's way
+    try:
+        if args[0] == "pre-tool-use":
+            pre_tool_use(payload, agent)
+        else:
+            session_start(payload, agent)
+    except Exception as exc:
+        print(f"docket: hook {args[0]} failed: {exc}", file=sys.stderr)
+    return 0

@@ -1,0 +1,60 @@
+"""Per-session memory for agent hooks: one small JSON file per session ID.
+
+Lives in the platformdirs user state directory, never in the repository;
+entries untouched for 30 days are removed when any session writes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+
+EXPIRY_SECONDS = 30 * 24 * 3600
+
+
+def _directory() -> Path:
+    from platformdirs import user_state_dir
+
+    return Path(user_state_dir("docket-git")) / "sessions"
+
+
+def _file(session_id: str) -> Path:
+    # Session IDs come from agents: hash them so no ID can name a path.
+    key = hashlib.sha256(session_id.encode("utf-8", "replace")).hexdigest()[:32]
+    return _directory() / f"{key}.json"
+
+
+def load(session_id: str) -> dict:
+    """What this session remembered, or {} (unknown session, or unreadable state)."""
+    if not session_id:
+        return {}
+    try:
+        data = json.loads(_file(session_id).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def save(session_id: str, state: dict) -> None:
+    """Remember state for this session (atomically) and expire stale sessions."""
+    if not session_id:
+        return
+    target = _file(session_id)
+    with contextlib.suppress(OSError):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(state, sort_keys=True))
+        os.replace(tmp, target)
+        _expire(target.parent)
+
+
+def _expire(directory: Path) -> None:
+    cutoff = time.time() - EXPIRY_SECONDS
+    for entry in directory.glob("*.json"):
+        with contextlib.suppress(OSError):
+            if entry.stat().st_mtime < cutoff:
+                entry.unlink()

@@ -1,0 +1,152 @@
+"""The PreToolUse guard: which agent tool calls write a ledger, through the real hook command."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from docket_git.guard import command_writes_ledger, is_ledger_path
+
+from .conftest import Repo
+
+WRITES = [
+    "echo x >> .docket/ledger.jsonl",
+    "echo x > ./.docket/ledger.jsonl",
+    "printf '%s\\n' '{}' 2>&1 >>.docket/ledger.jsonl",
+    "cat a.jsonl | tee -a .docket/ledger.jsonl",
+    "sed -i 's/a/b/' .docket/ledger.jsonl",
+    "sed -i.bak -e 's/x/y/' sub/.docket/ledger.jsonl",
+    "perl -pi -e 's/a/b/' .docket/ledger.jsonl",
+    "truncate -s 0 .docket/ledger.jsonl",
+    "sort -o .docket/ledger.jsonl .docket/ledger.jsonl",
+    "sort -uo .docket/ledger.jsonl x",
+    "uniq a.jsonl .docket/ledger.jsonl",
+    "git checkout -- .docket/ledger.jsonl",
+    "git checkout HEAD~2 .docket/ledger.jsonl",
+    "git restore .docket/ledger.jsonl",
+    "git -C . rm .docket/ledger.jsonl",
+    "rm -f .docket/ledger.jsonl",
+    "mv .docket/ledger.jsonl /tmp/x",
+    "cp /tmp/other.jsonl .docket/ledger.jsonl",
+    "dd if=/dev/zero of=.docket/ledger.jsonl",
+    "find .docket -name '*.jsonl' -delete",
+    "python3 -c \"open('.docket/ledger.jsonl','a').write('x')\"",
+    "node -e \"require('fs').writeFileSync('.docket/ledger.jsonl','')\"",
+    "cd src && echo x >> ../.docket/ledger.jsonl",
+    "sudo tee .docket/ledgers/events.jsonl < x",
+    "bash -c 'echo x >> .docket/ledger.jsonl'",
+]
+
+READS = [
+    "cat .docket/ledger.jsonl",
+    "grep -n c12 .docket/ledger.jsonl",
+    "jq -c . .docket/ledger.jsonl | head",
+    "wc -l .docket/ledger.jsonl > /tmp/count",
+    "git log -p -- .docket/ledger.jsonl",
+    "git diff HEAD~1 -- .docket/ledger.jsonl",
+    "git show HEAD:.docket/ledger.jsonl",
+    "git add .docket/ledger.jsonl",
+    "git commit -m 'record' .docket/ledger.jsonl",
+    "docket claim 'The cache is safe' --scope .docket/ledger.jsonl",
+    "cp .docket/ledger.jsonl /tmp/backup.jsonl",
+    "sort .docket/ledger.jsonl",
+    "echo hello > notes.txt",
+    "tail -f .docket/ledger.jsonl 2>&1",
+    "git commit -F- <<'EOF'\nEdit .docket/ledger.jsonl > nothing\nEOF",
+]
+
+
+@pytest.mark.parametrize("command", WRITES)
+def test_write_forms_are_caught(command: str) -> None:
+    assert command_writes_ledger(command, "/repo")
+
+
+@pytest.mark.parametrize("command", READS)
+def test_read_forms_stay_silent(command: str) -> None:
+    assert not command_writes_ledger(command, "/repo")
+
+
+def test_ledger_paths() -> None:
+    assert is_ledger_path("/repo/.docket/ledger.jsonl")
+    assert is_ledger_path("ledger.jsonl", "/repo/.docket")
+    assert is_ledger_path(".docket/ledgers/map.jsonl")
+    assert is_ledger_path(".docket/ledger.jsonl.schema1")
+    assert not is_ledger_path(".docket/config.toml")
+    assert not is_ledger_path("src/ledger.jsonl")
+
+
+def hook(repo: Repo, payload: object, *extra: str) -> tuple[int, str, str]:
+    data = payload if isinstance(payload, str) else json.dumps(payload)
+    result = repo.docket("hook", "pre-tool-use", *extra, input=data)
+    return result.code, result.out, result.err
+
+
+def test_hook_asks_for_direct_edits(repo: Repo) -> None:
+    for tool, tool_input in [
+        ("Write", {"file_path": str(repo.ledger), "content": "{}"}),
+        ("Edit", {"file_path": ".docket/ledger.jsonl", "old_string": "a", "new_string": "b"}),
+        ("MultiEdit", {"file_path": ".docket/ledger.jsonl", "edits": []}),
+        ("Bash", {"command": "echo x >> .docket/ledger.jsonl"}),
+    ]:
+        code, out, _ = hook(repo, {"tool_name": tool, "tool_input": tool_input, "cwd": str(repo.path)})
+        assert code == 0
+        decision = json.loads(out)["hookSpecificOutput"]
+        assert decision["hookEventName"] == "PreToolUse"
+        assert decision["permissionDecision"] == "ask"
+        assert "docket claim" in decision["permissionDecisionReason"]
+        assert "docket rebase" in decision["permissionDecisionReason"]
+
+
+def test_hook_is_silent_for_reads_and_other_files(repo: Repo) -> None:
+    for tool_input in [{"command": "cat .docket/ledger.jsonl"}, {"command": "docket claim x"}, {"command": "ls"}]:
+        assert hook(repo, {"tool_name": "Bash", "tool_input": tool_input, "cwd": str(repo.path)}) == (0, "", "")
+    payload = {"tool_name": "Write", "tool_input": {"file_path": "src/a.py"}, "cwd": str(repo.path)}
+    assert hook(repo, payload) == (0, "", "")
+
+
+def test_malformed_input_exits_zero_silently(repo: Repo) -> None:
+    for junk in ("", "not json", "[1,2]", '{"tool_name": 5}', '{"tool_name":"Bash","tool_input":"x"}'):
+        assert hook(repo, junk) == (0, "", ""), junk
+
+
+def test_other_agent_envelopes(repo: Repo) -> None:
+    payload = {"tool_name": "Bash", "tool_input": {"command": "rm .docket/ledger.jsonl"}, "cwd": str(repo.path)}
+    assert json.loads(hook(repo, payload, "--for", "cursor")[1])["permission"] == "ask"
+    assert json.loads(hook(repo, payload, "--for", "copilot")[1])["permissionDecision"] == "ask"
+    assert json.loads(hook(repo, payload, "--for", "codex")[1])["hookSpecificOutput"]["permissionDecision"] == "ask"
+    assert repo.docket("hook", "pre-tool-use", "--for", "vim", input="{}").code == 2
+
+
+def test_governing_decisions_once_per_session_and_file(repo: Repo) -> None:
+    repo.ok("decision", "Payments retry with idempotency keys", "--choice", "keys", "--scope", "src/pay/")
+    repo.ok("decision", "The store module owns key expiry", "--choice", "TTL", "--scope", "src/pay/store.py")
+    repo.ok("decision", "Unrelated", "--choice", "x", "--scope", "docs/")
+    repo.ok("decision", "Old rule", "--choice", "y", "--scope", "src/pay/store.py")
+    repo.ok("decision", "New rule", "--choice", "z", "--scope", "src/pay/store.py", "--supersedes", "d4")
+    payload = {
+        "session_id": "s1",
+        "tool_name": "Edit",
+        "tool_input": {"file_path": str(repo.path / "src/pay/store.py")},
+        "cwd": str(repo.path),
+    }
+    code, out, _ = hook(repo, payload)
+    assert code == 0
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"].splitlines()
+    assert context == [
+        "Recorded decisions govern src/pay/store.py; read one with `docket show ID`:",
+        "d5 decision adopted: New rule",
+        "d2 decision adopted: The store module owns key expiry",
+        "d1 decision adopted: Payments retry with idempotency keys",
+    ]
+    assert hook(repo, payload) == (0, "", "")  # once per session and file
+    assert hook(repo, {**payload, "session_id": "s2"})[1] != ""
+
+
+def test_internal_error_never_fails_the_session(repo: Repo) -> None:
+    repo.ok("decision", "Rule", "--choice", "x", "--scope", "src/")
+    repo.ledger.write_text(repo.ledger.read_text() + "{broken\n")
+    payload = {"session_id": "s", "tool_name": "Write", "tool_input": {"file_path": "src/a.py"}, "cwd": str(repo.path)}
+    code, out, err = hook(repo, payload)
+    assert (code, out) == (0, "")
+    assert err.startswith("docket: ") and err.count("\n") == 1
