@@ -19,7 +19,9 @@ def main(argv: list[str] | None = None) -> None:
     """Run docket with argv (default: the process arguments) and exit."""
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["merge-driver"]:
-        sys.exit(_not_yet(args[1:]))
+        from .merge_driver import main as merge_driver
+
+        sys.exit(merge_driver(args[1:]))
     if args[:1] == ["hook"]:
         sys.exit(_not_yet(args[1:]))
     if args == ["--version"]:
