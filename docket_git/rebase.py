@@ -259,8 +259,7 @@ def _question(conflict: Conflict, here: dict, incoming: dict, qid: str) -> dict:
             "kind": "question",
             "id": qid,
             "text": (
-                f"Both branches superseded {target}: {ours} here and {theirs} from the merged branch. "
-                "Which one stands?"
+                f"Both branches superseded {target}: {ours} here and {theirs} from the merged branch. Which one stands?"
             ),
             "state": "open",
             # Deterministic, so merging the other way produces an equal question and finds this one.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -12,12 +13,17 @@ from .common import fail
 
 
 @app.command(rich_help_panel="Maintain")
-def init() -> None:
-    """Create .docket/ledger.jsonl at the repository root (idempotent)."""
+def init(
+    no_git_hooks: Annotated[
+        bool, typer.Option("--no-git-hooks", help="Do not install the pre-commit hook that checks the staged ledger.")
+    ] = False,
+) -> None:
+    """Create .docket/ledger.jsonl and wire git: merge driver, attributes, pre-commit hook (idempotent)."""
     found = store.find_ledger(Path.cwd())
     if found is not None:
         typer.echo(f"docket: already project-local at {found}")
         _gitignore(found.parent)
+        _wire(store.find_repo_root(found.parent), hooks=not no_git_hooks)
         return
     root = store.find_repo_root(Path.cwd())
     if root is None:
@@ -27,6 +33,7 @@ def init() -> None:
     ledger.touch()
     typer.echo(f"docket: created {ledger}")
     _gitignore(ledger.parent)
+    _wire(root, hooks=not no_git_hooks)
 
 
 def _gitignore(directory: Path) -> None:
@@ -34,3 +41,12 @@ def _gitignore(directory: Path) -> None:
     if not ignore.exists():
         ignore.write_text("*.lock\n")
         typer.echo(f"docket: created {ignore}")
+
+
+def _wire(root: Path | None, *, hooks: bool) -> None:
+    if root is None:
+        return  # a ledger outside any git repository: nothing to wire
+    from .. import install
+
+    for line in install.wire(root, hooks=hooks):
+        typer.echo(line)
