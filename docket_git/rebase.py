@@ -250,6 +250,19 @@ class _Waiting:
         return None
 
 
+def _clip(text: object, limit: int = 100) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _asks(record: dict) -> tuple[str, frozenset[str]] | None:
+    """(target, the two records) a merge question names, from its text; None for other records."""
+    if record.get("author") != MERGE_AUTHOR or record.get("kind") != "question":
+        return None
+    tokens = [m.group(0) for m in model.ID_TOKEN_RE.finditer(str(record.get("text", "")))]
+    return (tokens[0], frozenset(tokens[1:3])) if len(tokens) >= 3 else None
+
+
 def _question(conflict: Conflict, here: dict, incoming: dict, qid: str) -> dict:
     scopes = sorted({*(here.get("scope") or ()), *(incoming.get("scope") or ())})
     ours, theirs, target = conflict.ours, conflict.theirs, conflict.target
@@ -268,9 +281,11 @@ def _question(conflict: Conflict, here: dict, incoming: dict, qid: str) -> dict:
             "session": "",
             "branch": "",
             "scope": scopes,
+            # The two texts make the question tell conflicts apart even with every ID masked.
             "rationale": (
-                f"The merge kept {ours} and {theirs} and dropped {theirs} supersedes {target} so the "
-                f"ledger stays valid. Supersede the one that should not stand."
+                f'{ours} says "{_clip(here.get("text"))}"; {theirs} says "{_clip(incoming.get("text"))}". '
+                f"The merge kept both and dropped {theirs} supersedes {target} so the ledger stays valid. "
+                "Supersede the one that should not stand."
             ),
             "supports": [],
             "depends_on": [],
@@ -349,13 +364,12 @@ def merge(
         moved[old] = new
         tail.append(record)
 
-    known = {content_key(r) for r in (*ours_tail, *tail) if r.get("author") == MERGE_AUTHOR}
+    # A merge the other way may already have asked (its question came in, renumbered, above).
+    asked = {a for a in map(_asks, (*ours_tail, *tail)) if a is not None}
     for conflict, here, incoming in conflicts:
+        if (conflict.target, frozenset((conflict.ours, conflict.theirs))) in asked:
+            continue
         question = _question(conflict, here, incoming, model.make_id("question", top + 1))
-        key = content_key(question)
-        if key in known:
-            continue  # an earlier merge (either way) already asked this
-        known.add(key)
         top += 1
         conflict.question = question["id"]
         tail.append(question)
