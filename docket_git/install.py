@@ -193,7 +193,17 @@ def diagnose(root: Path) -> list[Finding]:
     """Whether this clone is wired, one finding per part, each with its fix."""
     findings: list[Finding] = []
     command = gitio.config_get(root, "merge.docket.driver")
-    if not command:
+    name = gitio.config_get(root, "merge.docket.name")
+    if not command and name:
+        findings.append(
+            Finding(
+                False,
+                "merge.docket.name is set without merge.docket.driver, so git aborts every ledger merge "
+                "('custom merge driver docket lacks command line')",
+                "run docket init",
+            )
+        )
+    elif not command:
         findings.append(Finding(False, "merge.docket.driver is not set in this clone", "run docket init"))
     elif not _driver_runnable(command):
         findings.append(
@@ -206,7 +216,6 @@ def diagnose(root: Path) -> list[Finding]:
         )
     else:
         findings.append(Finding(True, f"merge.docket.driver = {command}"))
-    name = gitio.config_get(root, "merge.docket.name")
     if command and not name:
         findings.append(Finding(False, "merge.docket.name is not set", "run docket init"))
     if _attributes_assign(root):
