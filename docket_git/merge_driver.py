@@ -43,6 +43,7 @@ class _PrefixIds(dict):
         super().__init__()
         self.ledger = ledger
         self.end = end
+        self.top = model.seq(ledger[end - 1]["id"]) if end else 0
 
     def __contains__(self, rid: object) -> bool:
         if dict.__contains__(self, rid):
@@ -50,6 +51,8 @@ class _PrefixIds(dict):
         if not model.is_id(rid):
             return False
         want = model.seq(rid)  # type: ignore[arg-type]
+        if want > self.top:
+            return False
         lo, hi = 0, self.end
         while lo < hi:
             mid = (lo + hi) // 2

@@ -15,6 +15,7 @@ merge in either direction finds it again and appends nothing.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -23,6 +24,7 @@ from .validate import parse_line
 
 MERGE_AUTHOR = "docket-merge"
 _MASK = "#"
+_BLANK_LINE = re.compile(rb"\n[ \t\r\f\v]*\n")
 
 
 class MergeRefused(Exception):
@@ -75,7 +77,7 @@ class RawLedger(Sequence):
         lines = data.split(b"\n")
         if lines and not lines[-1]:
             lines.pop()
-        if any(not line.strip() for line in lines):
+        if lines and (not lines[0].strip() or not lines[-1].strip() or _BLANK_LINE.search(data)):
             self.numbers = [n for n, line in enumerate(lines, start=1) if line.strip()]
             lines = [line for line in lines if line.strip()]
         else:

@@ -232,3 +232,10 @@ def test_raw_ledger_reports_the_bad_line():
     ledger = RawLedger(canonical.line(rec("c1")) + b"\n{not json\n")
     with pytest.raises(ValueError, match="line 3: invalid JSON"):
         ledger[1]
+
+
+def test_raw_ledger_skips_blank_lines_but_keeps_line_numbers():
+    ledger = RawLedger(b"\n" + canonical.line(rec("c1")) + b"  \n" + canonical.line(rec("c2")) + b"\r\n")
+    assert len(ledger) == 2
+    assert [ledger.line_number(i) for i in range(2)] == [2, 4]
+    assert ledger[1]["id"] == "c2"
