@@ -131,3 +131,15 @@ def test_doctor_flags_a_name_without_a_driver(bare_repo: Repo):
     result = bare_repo.docket("doctor")
     assert result.code == 1
     assert "lacks command line" in result.out
+
+
+def test_the_shipped_examples_match_what_init_writes():
+    root = Path(__file__).resolve().parent.parent
+    example = [
+        line for line in (root / "gitattributes.example").read_text().splitlines() if line and not line.startswith("#")
+    ]
+    assert example == [install.ATTRIBUTE_LINE]
+    hooks = (root / ".pre-commit-hooks.yaml").read_text()
+    assert "- id: docket-check\n" in hooks
+    assert "  entry: docket check --staged\n" in hooks
+    assert "exec docket check --staged" in install.HOOK_SCRIPT
