@@ -186,6 +186,41 @@ def _conflict_markers(ours: str, base: str, theirs: str) -> None:
         handle.write(text)
 
 
+def _merger_for(path: str) -> Callable[[bytes, bytes, bytes], tuple[bytes, list[str]]] | None:
+    """The merge for the ledger file git names by %P, or None when docket has none for it.
+
+    Typed ledgers (``.docket/ledgers/<name>.jsonl``, a later issue) plug their merge in here.
+    """
+    if _is_claim_ledger(path):
+        return lambda base, ours, theirs: merge_ledger(base, ours, theirs, strict=_strict)
+    return None
+
+
+def _run(target: str, base_path: str, ours_path: str, theirs_path: str) -> list[str]:
+    merger = _merger_for(target)
+    if merger is None:
+        raise CannotMerge(f"{target} is not a ledger this docket can merge; merge it by hand")
+    try:
+        with open(base_path, "rb") as handle:
+            base = handle.read()
+        with open(ours_path, "rb") as handle:
+            ours = handle.read()
+        with open(theirs_path, "rb") as handle:
+            theirs = handle.read()
+    except OSError as exc:
+        raise CannotMerge(f"cannot read {exc.filename}: {exc.strerror}") from None
+    payload, report = merger(base, ours, theirs)
+    if payload:
+        fd = os.open(ours_path, os.O_WRONLY | os.O_APPEND)
+        try:
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+    return report
+
+
 def main(argv: list[str]) -> int:
     """Run the driver on git's %O %A %B [%P]; 0 merged, 1 conflict markers left, 2 usage."""
     if len(argv) not in (3, 4) or any(a in ("-h", "--help") for a in argv):
@@ -194,37 +229,20 @@ def main(argv: list[str]) -> int:
     base_path, ours_path, theirs_path = argv[:3]
     target = argv[3] if len(argv) == 4 else ".docket/ledger.jsonl"
     try:
-        if not _is_claim_ledger(target):
-            raise CannotMerge(f"{target} is not a ledger this docket can merge; merge it by hand")
-        try:
-            with open(base_path, "rb") as handle:
-                base = handle.read()
-            with open(ours_path, "rb") as handle:
-                ours = handle.read()
-            with open(theirs_path, "rb") as handle:
-                theirs = handle.read()
-        except OSError as exc:
-            raise CannotMerge(f"cannot read {exc.filename}: {exc.strerror}") from None
-        payload, report = merge_ledger(base, ours, theirs, strict=_strict)
-        if payload:
-            fd = os.open(ours_path, os.O_WRONLY | os.O_APPEND)
-            try:
-                view = memoryview(payload)
-                while view:
-                    view = view[os.write(fd, view) :]
-            finally:
-                os.close(fd)
+        report = _run(target, base_path, ours_path, theirs_path)
     except CannotMerge as exc:
-        print(f"docket: cannot merge the ledger: {exc}", file=sys.stderr)
-        try:
-            _conflict_markers(ours_path, base_path, theirs_path)
-        except OSError as err:
-            print(f"docket: could not write conflict markers into {ours_path}: {err.strerror}", file=sys.stderr)
-        return 1
+        reason = str(exc)
     except OSError as exc:
-        print(f"docket: cannot merge the ledger: cannot write {ours_path}: {exc.strerror}", file=sys.stderr)
+        reason = f"cannot write {ours_path}: {exc.strerror}"
+    except Exception as exc:  # a bug must still leave markers, never an untouched ours
+        reason = f"internal error ({type(exc).__name__}: {exc}); please report it"
+    else:
+        for line in report:
+            print(f"docket: {line}", file=sys.stderr)
+        return 0
+    print(f"docket: cannot merge the ledger: {reason}", file=sys.stderr)
+    try:
         _conflict_markers(ours_path, base_path, theirs_path)
-        return 1
-    for line in report:
-        print(f"docket: {line}", file=sys.stderr)
-    return 0
+    except OSError as err:
+        print(f"docket: could not write conflict markers into {ours_path}: {err.strerror}", file=sys.stderr)
+    return 1

@@ -168,3 +168,26 @@ def test_the_driver_path_imports_no_cli_framework(tmp_path: Path, driver: Driver
     )
     proc = subprocess.run([sys.executable, "-c", probe], cwd=driver.dir, env=driver.env, capture_output=True, text=True)
     assert proc.stdout.strip() == "0 []", proc.stderr
+
+
+def test_a_cherry_picked_record_citing_unpicked_history_is_refused(driver: Driver):
+    base = ledger(C1, rec("c2", "Other branch premise"))
+    theirs = base + line(rec("d3", "Relies on c2", depends_on=["c2"]))
+    code, result, err = driver.run(base, ledger(C1, rec("c2", "Ours")), theirs)
+    assert code == 1
+    assert "d3 cites c2, which this side does not have" in err
+    assert b"<<<<<<<" in result
+
+
+def test_a_missing_input_file_is_refused_with_markers(driver: Driver):
+    (driver.dir / "A").write_bytes(ledger(C1))
+    proc = subprocess.run(
+        [DOCKET, "merge-driver", "nope-O", "A", "nope-B", ".docket/ledger.jsonl"],
+        cwd=driver.dir,
+        env=driver.env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 1
+    assert "docket: cannot merge the ledger: cannot read nope-O: No such file or directory" in proc.stderr
+    assert "<<<<<<<" in (driver.dir / "A").read_text()

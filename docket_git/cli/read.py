@@ -225,6 +225,12 @@ def _check_staged(against: str | None) -> int:
     code = 0
     if not _staged_valid(found, data):
         code = check_bytes(f"{rel} (staged)", data)
+        if code:
+            typer.echo(
+                f"docket: commit blocked; fix or remove the faulty line(s) and 'git add {rel}' again, "
+                f"or drop your edits with 'git checkout HEAD -- {rel}'",
+                err=True,
+            )
     fault = staged.append_only_fault(parents, data, rel)
     if fault:
         typer.echo(f"docket: {fault}", err=True)
