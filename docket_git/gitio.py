@@ -56,15 +56,11 @@ def config_get(start: Path, key: str) -> str | None:
 
 
 def config_set_local(start: Path, key: str, value: str) -> None:
-    """Set key in the repository's own config (.git/config)."""
-    import pygit2
-
+    """Set key in the repository's own config (like ``git config --local``)."""
     repo = open_repo(start)
     if repo is None:
         raise ValueError("not in a git repository")
-    path = Path(repo.path) / "config"
-    config = pygit2.Config(str(path)) if path.exists() else repo.config
-    config[key] = value
+    repo.config[key] = value  # the repository's config writes to its highest level: .git/config
 
 
 def attribute(start: Path, path: str, name: str) -> str | bool | None:
