@@ -93,10 +93,6 @@ class RawLedger(Sequence):
         """The 1-based file line number of record i."""
         return self.numbers[i] if self.numbers is not None else i + 1
 
-    def raw(self, i: int) -> bytes:
-        """The bytes of record i's line (no newline)."""
-        return self.lines[i]
-
     def __getitem__(self, i):  # type: ignore[override]
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
