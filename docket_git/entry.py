@@ -11,11 +11,6 @@ import gc
 import sys
 
 
-def _not_yet(_args: list[str]) -> int:
-    print("docket: not implemented yet", file=sys.stderr)
-    return 2
-
-
 def main(argv: list[str] | None = None) -> None:
     """Run docket with argv (default: the process arguments) and exit."""
     args = sys.argv[1:] if argv is None else argv
@@ -24,7 +19,9 @@ def main(argv: list[str] | None = None) -> None:
     # cost of reading a large ledger. Reference counting still frees memory.
     gc.disable()
     if args[:1] == ["merge-driver"]:
-        sys.exit(_not_yet(args[1:]))
+        from .merge_driver import main as merge_driver
+
+        sys.exit(merge_driver(args[1:]))
     if args[:1] == ["hook"]:
         from .hooks import main as hook_main
 

@@ -34,3 +34,115 @@ def current_branch(start: Path) -> str:
     if isinstance(target, str) and target.startswith("refs/heads/"):
         return target[len("refs/heads/") :]
     return ""
+
+
+def workdir(start: Path) -> Path | None:
+    """The working tree root of the repository containing start, or None."""
+    repo = open_repo(start)
+    if repo is None or repo.workdir is None:
+        return None
+    return Path(repo.workdir)
+
+
+def config_get(start: Path, key: str) -> str | None:
+    """A git config value as git would see it here (all levels), or None."""
+    repo = open_repo(start)
+    if repo is None:
+        return None
+    try:
+        return repo.config[key] if key in repo.config else None  # noqa: SIM401 - pygit2 Config has no .get
+    except Exception:
+        return None
+
+
+def config_set_local(start: Path, key: str, value: str) -> None:
+    """Set key in the repository's own config (like ``git config --local``)."""
+    repo = open_repo(start)
+    if repo is None:
+        raise ValueError("not in a git repository")
+    repo.config[key] = value  # the repository's config writes to its highest level: .git/config
+
+
+def attribute(start: Path, path: str, name: str) -> str | bool | None:
+    """The value git's attributes give path (repository-relative) for attribute name."""
+    repo = open_repo(start)
+    if repo is None:
+        return None
+    try:
+        return repo.get_attr(path, name)
+    except Exception:
+        return None
+
+
+def hooks_dir(start: Path) -> Path | None:
+    """Where git looks for hooks here: core.hooksPath if set, else the common git dir's hooks/."""
+    import subprocess
+
+    proc = subprocess.run(
+        ["git", "rev-parse", "--path-format=absolute", "--git-path", "hooks"],
+        cwd=start,
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0 or not proc.stdout.strip():
+        return None
+    return Path(proc.stdout.strip())
+
+
+def _tree_blob(repo, commit, relpath: str) -> bytes | None:
+    import pygit2
+
+    try:
+        entry = commit.peel(pygit2.Commit).tree[relpath]
+    except (KeyError, ValueError):
+        return None
+    obj = repo[entry.id]
+    return obj.data if isinstance(obj, pygit2.Blob) else None
+
+
+def blob_at(start: Path, rev: str, relpath: str) -> tuple[bool, bytes | None]:
+    """(rev exists, the file's bytes at rev or None when the commit has no such file)."""
+    repo = open_repo(start)
+    if repo is None:
+        return False, None
+    try:
+        commit = repo.revparse_single(rev)
+    except (KeyError, ValueError):
+        return False, None
+    return True, _tree_blob(repo, commit, relpath)
+
+
+def staged_blob(start: Path, relpath: str) -> bytes | None:
+    """The file's bytes as staged in the index git is committing (honours GIT_INDEX_FILE)."""
+    import os
+
+    import pygit2
+
+    repo = open_repo(start)
+    if repo is None:
+        return None
+    index_file = os.environ.get("GIT_INDEX_FILE")
+    if index_file:
+        path = Path(index_file)
+        if not path.is_absolute():
+            path = Path(repo.workdir or ".") / path
+        index = pygit2.Index(str(path))
+    else:
+        index = repo.index
+    try:
+        entry = index[relpath]
+    except KeyError:
+        return None
+    return repo[entry.id].data
+
+
+def merge_heads(start: Path) -> list[str]:
+    """The commits being merged in (MERGE_HEAD), empty when no merge is in progress."""
+    repo = open_repo(start)
+    if repo is None:
+        return []
+    path = Path(repo.path) / "MERGE_HEAD"
+    try:
+        return [line.strip() for line in path.read_text().splitlines() if line.strip()]
+    except OSError:
+        return []

@@ -54,3 +54,12 @@ def test_bad_settings_are_refused_untouched(repo: Repo) -> None:
     assert "is not valid JSON" in result.err
     assert settings.read_text() == "{not json"
     assert repo.docket("install-hooks", "--agents", "claude,vim").code == 2
+
+
+def test_init_agents_wires_hooks_idempotently(repo: Repo) -> None:
+    repo.ok("init", "--agents", "claude")
+    repo.ok("init", "--agents", "claude")
+    data = json.loads((repo.path / ".claude/settings.json").read_text())
+    assert len(data["hooks"]["SessionStart"]) == 1
+    bad = repo.docket("init", "--agents", "emacs")
+    assert bad.code == 2

@@ -164,8 +164,23 @@ def check_bytes(path: Path | str, data: bytes) -> int:
 
 
 @app.command(rich_help_panel="Maintain")
-def check() -> None:
+def check(
+    staged: Annotated[
+        bool,
+        typer.Option(
+            "--staged", help="Check the ledger as staged in git's index, and that it only grows (pre-commit)."
+        ),
+    ] = False,
+    against: Annotated[
+        str | None,
+        typer.Option("--against", metavar="REV", help="With --staged: the commit to compare with (default HEAD)."),
+    ] = None,
+) -> None:
     """Report every fault in the ledger with its line number (exit 1 if any)."""
+    if against is not None and not staged:
+        raise UsageError("--against only applies with --staged")
+    if staged:
+        raise typer.Exit(_check_staged(against))
     path = ledger_path()
     if path is None:
         typer.echo(f"docket: no ledger at {_where_path()}")
@@ -175,6 +190,61 @@ def check() -> None:
     except OSError as exc:
         fail(f"cannot read {path}: {exc.strerror}")
     raise typer.Exit(check_bytes(path, data))
+
+
+def _check_staged(against: str | None) -> int:
+    """The pre-commit check: the staged ledger validates and extends the committed one."""
+    from .. import gitio, staged
+
+    root = gitio.workdir(Path.cwd())
+    if root is None:
+        fail("--staged needs a git repository; run it inside one")
+    found = store.find_ledger(Path.cwd()) or (root / store.LEDGER_DIR / store.LEDGER_NAME)
+    try:
+        rel = found.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        rel = f"{store.LEDGER_DIR}/{store.LEDGER_NAME}"
+    data = gitio.staged_blob(root, rel)
+    rev = against or "HEAD"
+    exists, committed = gitio.blob_at(root, rev, rel)
+    if against is not None and not exists:
+        raise UsageError(f"--against {against} names no commit")
+    parents = [(rev, committed)] if committed is not None else []
+    if against is None:
+        for head in gitio.merge_heads(root):
+            _, theirs = gitio.blob_at(root, head, rel)
+            if theirs is not None:
+                parents.append((head[:12], theirs))
+    if data is None:
+        if parents:
+            fail(
+                f"{rel} is staged for deletion, and the ledger is append-only; "
+                f"restore it with 'git checkout HEAD -- {rel}'"
+            )
+        return 0
+    code = 0
+    if not _staged_valid(found, data):
+        code = check_bytes(f"{rel} (staged)", data)
+        if code:
+            typer.echo(
+                f"docket: commit blocked; fix or remove the faulty line(s) and 'git add {rel}' again, "
+                f"or drop your edits with 'git checkout HEAD -- {rel}'",
+                err=True,
+            )
+    fault = staged.append_only_fault(parents, data, rel)
+    if fault:
+        typer.echo(f"docket: {fault}", err=True)
+        code = 1
+    return code
+
+
+def _staged_valid(path: Path, data: bytes) -> bool:
+    # Fast path: the worktree ledger's validated-prefix cache usually covers the staged bytes.
+    try:
+        store.parse(path, data, records=False)
+    except store.LedgerError:
+        return False
+    return not data or data.endswith(b"\n")
 
 
 def _where_path() -> Path:

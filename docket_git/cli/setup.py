@@ -3,21 +3,38 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
 from .. import store
+from ..agents import parse_agents
+from .agents import install_agents
 from .app import app
 from .common import fail
 
 
 @app.command(rich_help_panel="Maintain")
-def init() -> None:
-    """Create .docket/ledger.jsonl at the repository root (idempotent)."""
+def init(
+    no_git_hooks: Annotated[
+        bool, typer.Option("--no-git-hooks", help="Do not install the pre-commit hook that checks the staged ledger.")
+    ] = False,
+    agents: Annotated[
+        str | None,
+        typer.Option("--agents", help="Also wire agent hooks: comma list of claude, codex, gemini, copilot, cursor."),
+    ] = None,
+    user: Annotated[bool, typer.Option("--user", help="With --agents: write the user-level agent settings.")] = False,
+) -> None:
+    """Create .docket/ledger.jsonl and wire git: merge driver, attributes, pre-commit hook (idempotent)."""
+    if agents is not None:
+        parse_agents(agents)  # refuse a typo before changing anything
     found = store.find_ledger(Path.cwd())
     if found is not None:
         typer.echo(f"docket: already project-local at {found}")
         _gitignore(found.parent)
+        _wire(store.find_repo_root(found.parent), hooks=not no_git_hooks)
+        if agents is not None:
+            install_agents(agents, user=user)
         return
     root = store.find_repo_root(Path.cwd())
     if root is None:
@@ -27,6 +44,9 @@ def init() -> None:
     ledger.touch()
     typer.echo(f"docket: created {ledger}")
     _gitignore(ledger.parent)
+    _wire(root, hooks=not no_git_hooks)
+    if agents is not None:
+        install_agents(agents, user=user)
 
 
 def _gitignore(directory: Path) -> None:
@@ -34,3 +54,12 @@ def _gitignore(directory: Path) -> None:
     if not ignore.exists():
         ignore.write_text("*.lock\n")
         typer.echo(f"docket: created {ignore}")
+
+
+def _wire(root: Path | None, *, hooks: bool) -> None:
+    if root is None:
+        return  # a ledger outside any git repository: nothing to wire
+    from .. import install
+
+    for line in install.wire(root, hooks=hooks):
+        typer.echo(line)

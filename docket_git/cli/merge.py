@@ -1,0 +1,93 @@
+"""Merging: rebase, doctor."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .. import canonical, rebase, store
+from .app import app
+from .common import fail, warn
+
+
+@app.command("rebase", rich_help_panel="Maintain")
+def rebase_command(
+    other: Annotated[str, typer.Argument(metavar="OTHER", help="Another copy of the ledger, e.g. a branch's.")],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the ID map; write nothing.")] = False,
+    emit_map: Annotated[
+        str | None, typer.Option("--emit-map", metavar="PATH", help="Write the old -> new ID map as JSON to PATH.")
+    ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option("--strict", help="Refuse when both histories superseded one record (default: ask a question)."),
+    ] = False,
+) -> None:
+    """Append OTHER's records that this ledger lacks, renumbered, all or nothing.
+
+    Records both ledgers share are kept once; references inside the appended
+    records follow the renumbering (relations and IDs in prose).
+    """
+    other_path = Path(other)
+    if not other_path.is_file():
+        fail(f"no ledger at {other}")
+    path = store.find_ledger(Path.cwd())
+    if path is None:
+        fail(store.NO_LEDGER)
+    with store.locked(path, exclusive=not dry_run):
+        data = path.read_bytes()
+        ours = store.parse(path, data)
+        try:
+            theirs = store.parse(other_path, other_path.read_bytes(), use_cache=False)
+        except OSError as exc:
+            fail(f"cannot read {other}: {exc.strerror}")
+        except store.LedgerError as exc:
+            fail(f"{other}: {exc}")
+        try:
+            tail, moved, conflicts = rebase.merge([], ours.records, theirs.records, strict=strict)
+        except rebase.MergeRefused as exc:
+            fail(f"{exc}; {path} is unchanged")
+        if emit_map:
+            try:
+                Path(emit_map).write_text(json.dumps(moved, indent=2) + "\n")
+            except OSError as exc:
+                fail(f"cannot write {emit_map}: {exc.strerror}")
+        if not tail:
+            typer.echo("docket: nothing to rebase; the histories already agree")
+            return
+        for old, new in moved.items():
+            typer.echo(f"{old} -> {new}")
+        for conflict in conflicts:
+            warn(conflict.describe())
+        keep = data[: ours.valid_length]
+        merged = keep + (b"\n" if keep and not keep.endswith(b"\n") else b"")
+        merged += b"".join(canonical.line(r) for r in tail)
+        store.parse(path, merged, records=False)  # the whole result validates, or nothing is written
+        if dry_run:
+            typer.echo(f"\ndocket: {len(tail)} record(s) would be appended to {path}")
+            return
+        store.write_atomic(path, merged)
+    typer.echo(f"\ndocket: appended {len(tail)} record(s) to {path}")
+
+
+@app.command(rich_help_panel="Maintain")
+def doctor() -> None:
+    """Report whether this clone is wired for ledger merges (driver, attributes, hook) and how to fix gaps."""
+    from .. import gitio, install
+
+    root = gitio.workdir(Path.cwd())
+    if root is None:
+        fail("not in a git repository; docket doctor checks a clone's git wiring")
+    findings = install.diagnose(root)
+    for finding in findings:
+        if finding.ok:
+            typer.echo(f"docket: ok: {finding.what}")
+        else:
+            typer.echo(f"docket: problem: {finding.what}; fix: {finding.fix}")
+    gaps = sum(not f.ok for f in findings)
+    if gaps:
+        typer.echo(f"docket: {gaps} problem(s); until they are fixed, git merges ledgers as text and conflicts")
+        raise typer.Exit(1)
+    typer.echo("docket: this clone merges ledgers with the docket driver")

@@ -1,0 +1,248 @@
+"""``docket merge-driver %O %A %B %P``: git's adapter around ``rebase.merge``.
+
+Git starts this inside ``git merge``, ``git rebase`` and ``git cherry-pick``
+with three temp files in the repository root. It reads them without locks
+(and writes no lock file or cache next to them), merges, checks that ours plus
+the tail is a valid ledger, and appends the tail to ``%A`` so ours' bytes stay
+an exact prefix. Anything it cannot merge leaves conflict markers in ``%A``
+and exits 1, so staging the file can never silently drop the other side.
+
+The shared prefix is compared as bytes and trusted: both sides committed it.
+Only the lines after it are parsed and validated; the prefix is consulted for
+the few IDs the tails cite (binary search over its increasing IDs) and for
+the records it already retired.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Callable
+
+from . import canonical, model
+from .rebase import MergeRefused, RawLedger, common_prefix, merge
+from .validate import Index, Invalid, check_line
+
+USAGE = "docket: usage: docket merge-driver BASE OURS THEIRS [PATH]  (git passes %O %A %B %P)"
+_SUPERSEDING = re.compile(rb'"supersedes"\s*:\s*\[\s*"')
+
+
+class CannotMerge(Exception):
+    """The reason the driver gives up: printed as ``docket: cannot merge the ledger: <reason>``."""
+
+
+class _PrefixIds(dict):
+    """ID -> line for an index over a trusted prefix plus whatever is added after it.
+
+    Membership in the prefix is a binary search on its (strictly increasing)
+    IDs, so a 100k-record prefix is never parsed as a whole.
+    """
+
+    def __init__(self, ledger: RawLedger, end: int) -> None:
+        super().__init__()
+        self.ledger = ledger
+        self.end = end
+        self.top = model.seq(ledger[end - 1]["id"]) if end else 0
+
+    def __contains__(self, rid: object) -> bool:
+        if dict.__contains__(self, rid):
+            return True
+        if not model.is_id(rid):
+            return False
+        want = model.seq(rid)  # type: ignore[arg-type]
+        if want > self.top:
+            return False
+        lo, hi = 0, self.end
+        while lo < hi:
+            mid = (lo + hi) // 2
+            found = self.ledger[mid]["id"]
+            if found == rid:
+                return True
+            if model.seq(found) < want:
+                lo = mid + 1
+            else:
+                hi = mid
+        return False
+
+
+def _prefix_index(data: bytes, ledger: RawLedger, end: int) -> Index:
+    """The validation index of ledger's first ``end`` records, from their last ID and superseding lines."""
+    if not end:
+        return Index(lines=_PrefixIds(ledger, 0))
+    top = model.seq(ledger[end - 1]["id"])
+    retired: set[str] = set()
+    for found in _SUPERSEDING.finditer(data):
+        start = data.rfind(b"\n", 0, found.start()) + 1
+        stop = data.find(b"\n", found.end())
+        record = RawLedger(data[start : stop if stop >= 0 else len(data)])[0]
+        rid = record.get("id")
+        if model.is_id(rid) and model.seq(rid) <= top:
+            retired.update(record.get("supersedes") or ())
+    return Index(max_seq=top, lines=_PrefixIds(ledger, end), retired=retired, count=end)
+
+
+def _fork(index: Index) -> Index:
+    lines = _PrefixIds(index.lines.ledger, index.lines.end)  # type: ignore[attr-defined]
+    lines.update(index.lines)
+    return Index(max_seq=index.max_seq, lines=lines, retired=set(index.retired), count=index.count)
+
+
+def _validate(index: Index, records: list[dict], where) -> None:
+    for i, record in enumerate(records):
+        try:
+            check_line(record)
+            index.check(record)
+        except Invalid as exc:
+            raise CannotMerge(f"{where(i)}: {exc.where}: {exc.message}") from None
+        index.add(record, 0)
+
+
+def _parse(ledger: RawLedger, start: int, side: str) -> list[dict]:
+    try:
+        return list(ledger[start:])
+    except ValueError as exc:
+        raise CannotMerge(f"{side}, {exc}") from None
+
+
+def merge_ledger(base: bytes, ours: bytes, theirs: bytes, *, strict: Callable[[], bool]) -> tuple[bytes, list[str]]:
+    """The bytes to append to ours, and the report lines; raises ``CannotMerge``.
+
+    ``strict`` is a callable asked only when a both-supersede conflict occurs;
+    when it returns True the merge is refused instead.
+    """
+    o, a, b = RawLedger(base, lenient=True), RawLedger(ours), RawLedger(theirs)
+    shared = common_prefix(a, b)
+    ours_tail = _parse(a, shared, "this branch's ledger")
+    theirs_tail = _parse(b, shared, "the other branch's ledger")
+    try:
+        index = _prefix_index(ours, a, shared)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise CannotMerge(f"the shared part of the ledger is unreadable: {exc}") from None
+    theirs_index = _fork(index)
+    _validate(index, ours_tail, lambda i: f"this branch's ledger, line {a.line_number(shared + i)}")
+    _validate(theirs_index, theirs_tail, lambda i: f"the other branch's ledger, line {b.line_number(shared + i)}")
+    try:
+        tail, moved, conflicts = merge(o, a, b, strict=False)
+    except MergeRefused as exc:
+        raise CannotMerge(str(exc)) from None
+    if conflicts and strict():
+        raise CannotMerge(conflicts[0].refusal() + " [merge.docket.strict is set]")
+    _validate(index, tail, lambda i: f"the merged record {tail[i].get('id')}")
+    report = [f"{old} -> {new}" for old, new in moved.items()]
+    report += [c.describe() for c in conflicts]
+    payload = b"".join(canonical.line(r) for r in tail)
+    if payload and ours and not ours.endswith(b"\n"):
+        payload = b"\n" + payload
+    return payload, report
+
+
+def _strict() -> bool:
+    """merge.docket.strict from git config (asked only when a conflict makes it matter)."""
+    import subprocess
+
+    try:
+        proc = subprocess.run(
+            ["git", "config", "--type=bool", "--get", "merge.docket.strict"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return proc.stdout.strip() == "true"
+
+
+def _is_claim_ledger(path: str) -> bool:
+    parts = path.replace("\\", "/").split("/")
+    return len(parts) >= 2 and parts[-2:] == [".docket", "ledger.jsonl"]
+
+
+def _read_or_empty(path: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            body = handle.read()
+    except OSError:
+        return b""
+    return body if not body or body.endswith(b"\n") else body + b"\n"
+
+
+def _conflict_markers(ours: str, base: str, theirs: str) -> None:
+    """Leave conflict markers in ours: git merge-file's, else whole-file ones."""
+    import subprocess
+
+    try:
+        proc = subprocess.run(
+            ["git", "merge-file", "-p", "-L", "ours", "-L", "base", "-L", "theirs", ours, base, theirs],
+            capture_output=True,
+            timeout=60,
+        )
+        text = proc.stdout if 0 < proc.returncode < 128 and b"<<<<<<<" in proc.stdout else None
+    except (OSError, subprocess.SubprocessError):
+        text = None
+    if text is None:
+        text = b"<<<<<<< ours\n" + _read_or_empty(ours) + b"=======\n" + _read_or_empty(theirs) + b">>>>>>> theirs\n"
+    with open(ours, "wb") as handle:
+        handle.write(text)
+
+
+def _merger_for(path: str) -> Callable[[bytes, bytes, bytes], tuple[bytes, list[str]]] | None:
+    """The merge for the ledger file git names by %P, or None when docket has none for it.
+
+    Typed ledgers (``.docket/ledgers/<name>.jsonl``, a later issue) plug their merge in here.
+    """
+    if _is_claim_ledger(path):
+        return lambda base, ours, theirs: merge_ledger(base, ours, theirs, strict=_strict)
+    return None
+
+
+def _run(target: str, base_path: str, ours_path: str, theirs_path: str) -> list[str]:
+    merger = _merger_for(target)
+    if merger is None:
+        raise CannotMerge(f"{target} is not a ledger this docket can merge; merge it by hand")
+    try:
+        with open(base_path, "rb") as handle:
+            base = handle.read()
+        with open(ours_path, "rb") as handle:
+            ours = handle.read()
+        with open(theirs_path, "rb") as handle:
+            theirs = handle.read()
+    except OSError as exc:
+        raise CannotMerge(f"cannot read {exc.filename}: {exc.strerror}") from None
+    payload, report = merger(base, ours, theirs)
+    if payload:
+        fd = os.open(ours_path, os.O_WRONLY | os.O_APPEND)
+        try:
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+    return report
+
+
+def main(argv: list[str]) -> int:
+    """Run the driver on git's %O %A %B [%P]; 0 merged, 1 conflict markers left, 2 usage."""
+    if len(argv) not in (3, 4) or any(a in ("-h", "--help") for a in argv):
+        print(USAGE, file=sys.stderr)
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    base_path, ours_path, theirs_path = argv[:3]
+    target = argv[3] if len(argv) == 4 else ".docket/ledger.jsonl"
+    try:
+        report = _run(target, base_path, ours_path, theirs_path)
+    except CannotMerge as exc:
+        reason = str(exc)
+    except OSError as exc:
+        reason = f"cannot write {ours_path}: {exc.strerror}"
+    except Exception as exc:  # a bug must still leave markers, never an untouched ours
+        reason = f"internal error ({type(exc).__name__}: {exc}); please report it"
+    else:
+        for line in report:
+            print(f"docket: {line}", file=sys.stderr)
+        return 0
+    print(f"docket: cannot merge the ledger: {reason}", file=sys.stderr)
+    try:
+        _conflict_markers(ours_path, base_path, theirs_path)
+    except OSError as err:
+        print(f"docket: could not write conflict markers into {ours_path}: {err.strerror}", file=sys.stderr)
+    return 1
