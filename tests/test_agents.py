@@ -63,3 +63,10 @@ def test_init_agents_wires_hooks_idempotently(repo: Repo) -> None:
     assert len(data["hooks"]["SessionStart"]) == 1
     bad = repo.docket("init", "--agents", "emacs")
     assert bad.code == 2
+
+
+def test_doctor_reports_wired_agents(repo: Repo) -> None:
+    repo.ok("install-hooks", "--agents", "codex")
+    out = repo.docket("doctor").out
+    assert f"docket: ok: codex runs docket's hooks ({repo.path / '.codex/hooks.json'})" in out
+    assert "docket: note: claude is not wired; to brief it each session: docket init --agents claude" in out
