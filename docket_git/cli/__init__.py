@@ -6,7 +6,8 @@ import os
 import sys
 
 from ..store import LedgerError
-from . import read as _read  # noqa: F401 - registers commands
+from . import migrate as _migrate  # noqa: F401 - registers commands
+from . import read as _read  # noqa: F401
 from . import record as _record  # noqa: F401
 from . import setup as _setup  # noqa: F401
 from .app import app
