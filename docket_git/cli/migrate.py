@@ -119,6 +119,10 @@ def _run(path: Path, data: bytes, entries: dict | None, *, dry_run: bool, emit_m
             typer.echo(f"docket: already schema {schema}")
             return
         fail(f"{path} is schema {schema}, newer than this docket-git understands; upgrade docket-git")
+    if not dry_run and emit_map is None:
+        conflict = mig.backup_conflict(path, data)
+        if conflict:
+            fail(conflict)  # before any work: the original must never be lost
     records = mig.sources(lines)
     if emit_map is not None:
         derived, _problems = mig.derive_map(records)
