@@ -97,7 +97,8 @@ def migrate(
         except OSError as exc:
             fail(f"cannot read {path}: {exc.strerror}")
         try:
-            _run(path, data, entries, dry_run=dry_run, emit_map=emit_map)
+            with mig.gc_paused():
+                _run(path, data, entries, dry_run=dry_run, emit_map=emit_map)
         except mig.MigrationError as exc:
             _stop(exc, hint=entries is None)
 
