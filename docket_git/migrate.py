@@ -19,6 +19,7 @@ import contextlib
 import gc
 import json
 import os
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,13 +143,40 @@ def _parse(data: bytes) -> tuple[int | None, list[tuple[int, dict]]]:
     return (next(iter(schemas)) if schemas else None), out
 
 
+_CANONICAL_SCHEMA = re.compile(rb'\{"schema":([1-9][0-9]*),"')
+
+
+def _schema_of_line(number: int, raw: bytes) -> int:
+    # Fast paths that never misread a line: a canonical schema-N line starts with its
+    # schema field; a line with no "schema" text and no escape cannot hold that key.
+    found = _CANONICAL_SCHEMA.match(raw)
+    if found and raw.count(b'"schema"') == 1:
+        return int(found.group(1))
+    if b'"schema"' not in raw and b"\\" not in raw and raw.lstrip().startswith(b"{"):
+        return 1
+    try:
+        record = json.loads(raw)
+    except ValueError as exc:
+        reason = getattr(exc, "msg", str(exc))
+        raise MigrationError([f"malformed input at line {number}: invalid JSON: {reason}"]) from None
+    return _line_schema(number, record)
+
+
 def schema_of(data: bytes) -> int | None:
     """1 for a schema-1 ledger, 2 for schema 2 (N for N), None when it holds no record.
 
-    Raises ``MixedSchemas`` (a ``MigrationError``) for a mix, ``MigrationError`` for a
-    line that is not a JSON object.
+    Raises ``MixedSchemas`` (a ``MigrationError``) for a mix of schemas. This reads
+    only as much of each line as it needs to tell its schema: it is no validator
+    (a malformed line is refused only where it had to be parsed).
     """
-    return parse(data)[0]
+    schemas: dict[int, int] = {}
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if raw.strip():
+            schemas.setdefault(_schema_of_line(number, raw), number)
+    if len(schemas) > 1:
+        names = ", ".join(str(s) for s in sorted(schemas))
+        raise MixedSchemas([f"mixed schema versions in one ledger: {names}"], hint=1 in schemas)
+    return next(iter(schemas)) if schemas else None
 
 
 def sources(lines: list[tuple[int, dict]]) -> list[dict]:

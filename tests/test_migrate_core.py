@@ -402,6 +402,39 @@ def test_schema_of():
         migrate.schema_of(b"<<<<<<< ours\n")
 
 
+@pytest.mark.parametrize(
+    ("line", "schema"),
+    [
+        (b'{"schema":2,"kind":"claim","id":"c1"}', 2),
+        (b'{ "schema": 2, "kind": "claim" }', 2),  # not canonical: parsed
+        (b'{"id":"d1","state":"open","question":"Change the \\"schema\\" field?"}', 1),
+        (b'{"id":"d1","question":"the schema, in prose"}', 1),
+        (b'{"id":"d1","\\u0073chema":2}', 2),  # an escaped key is still the schema field
+        (b'{"schema":2,"schema":1}', 1),  # duplicate keys: the last one wins, as for json.loads
+        (b'{"id":"d1","schema":1}', 1),
+        (b'{"id":"d1","text":"x","schema":3}', 3),
+    ],
+)
+def test_schema_of_fast_paths_agree_with_a_full_parse(line: bytes, schema: int):
+    assert migrate.schema_of(line + b"\n") == schema
+    assert migrate.parse(line + b"\n")[0] == schema
+
+
+def test_schema_of_reads_canonical_and_plain_schema_1_lines_without_json(monkeypatch: pytest.MonkeyPatch):
+    """The merge driver and pre-commit call this on every run: no full parse of a 100k ledger."""
+    schema2 = converted(every_shape()).data
+    schema1 = jsonl([s1(f"d{n}", "settled", f"Decision {n}", "yes") for n in range(1, 50)])
+
+    def refuse(*_args, **_kw):
+        raise AssertionError("schema_of parsed a line it could read by its bytes")
+
+    monkeypatch.setattr(migrate.json, "loads", refuse)
+    assert migrate.schema_of(schema2) == 2
+    assert migrate.schema_of(schema1) == 1
+    with pytest.raises(migrate.MixedSchemas):
+        migrate.schema_of(schema1 + schema2)
+
+
 # -- is_migration_of ----------------------------------------------------------------------------
 
 
