@@ -367,7 +367,10 @@ class Migration:
                 except UnicodeEncodeError:
                     source = record["legacy"]["source_id"]
                     raise MigrationError(
-                        [f"{source} holds text that is not valid Unicode (a lone surrogate escape); fix it with --map"]
+                        [
+                            f"{source} holds text that is not valid Unicode (a lone surrogate escape such as "
+                            "\\ud800); correct that line of the schema-1 ledger, then run docket migrate again"
+                        ]
                     ) from None
             raise
 
@@ -392,7 +395,9 @@ def _because_groups(rid: str, because: list) -> list[list[str]]:
     raise MigrationError([f"{rid}: because must be a list of ids (one AND set) or a list of id lists (OR sets)"])
 
 
-def _relations(rid: str, kind: str, record: dict, kinds: dict[str, str], overrides: dict, warnings: list[str]):
+def _relations(
+    rid: str, kind: str, record: dict, kinds: dict[str, str], overrides: dict, warnings: list[str]
+) -> tuple[list[list[str]], list[str], list[str], list[str]]:
     """supports, depends_on, answers, supersedes for one record, in old IDs."""
     if "supports" in overrides:
         supports = [list(g) for g in overrides["supports"]]

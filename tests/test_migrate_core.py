@@ -236,6 +236,14 @@ def test_malformed_input_names_the_line(data: bytes, message: str):
     assert messages(exc)[0].startswith(message)
 
 
+def test_a_lone_surrogate_is_named_not_a_crash():
+    data = b'{"id":"d1","state":"settled","question":"Broken \\ud800 text","answer":"a"}\n'
+    migration = migrate.migrate_bytes(data)
+    with pytest.raises(migrate.MigrationError) as exc:
+        migration.data  # noqa: B018 - the property encodes
+    assert messages(exc)[0].startswith("d1 holds text that is not valid Unicode (a lone surrogate escape")
+
+
 def test_cross_kind_supersession_needs_an_override():
     ledger = [s1("d1", "settled", "Use tabs", "tabs"), s1("d2", "open", "Tabs or spaces?", supersedes=["d1"])]
     with pytest.raises(migrate.MigrationError) as exc:
