@@ -6,11 +6,14 @@ import os
 import sys
 
 from ..store import LedgerError
-from . import migrate as _migrate  # noqa: F401 - registers commands
-from . import read as _read  # noqa: F401
+from . import read as _read  # noqa: F401 - registers commands
 from . import record as _record  # noqa: F401
 from . import setup as _setup  # noqa: F401
 from .app import app
+
+# isort: split
+# Registered after the others so that help lists it with the maintenance commands.
+from . import migrate as _migrate  # noqa: F401
 
 
 def run(args: list[str]) -> None:

@@ -80,7 +80,11 @@ def migrate(
         typer.Option("--emit-map", metavar="PATH", help="Write the derived classification map to PATH and stop."),
     ] = None,
 ) -> None:
-    """Convert a schema-1 ledger to schema 2 in place, keeping the original at ledger.jsonl.schema1."""
+    """Convert a schema-1 ledger to schema 2, keeping the original.
+
+    The converted ledger replaces .docket/ledger.jsonl; the untouched original
+    stays at .docket/ledger.jsonl.schema1. See docs/migrate.md.
+    """
     if map_file is not None and emit_map is not None:
         usage("--map and --emit-map cannot be used together: emit a map, edit it, then apply it with --map")
     if dry_run and emit_map is not None:
