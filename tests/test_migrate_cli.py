@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import pty
@@ -410,3 +411,22 @@ def test_progress_bar_on_a_terminal(repo: Repo):
     assert b"docket: migrating [" in seen
     assert b"100% 5000/5000" in seen
     assert b"migrating [" not in out  # the bar never goes to stdout
+
+
+def test_the_backup_is_copied_where_hard_links_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Some filesystems (FAT, some network mounts) refuse os.link; the original is then copied."""
+    ledger = tmp_path / "ledger.jsonl"
+    before = jsonl(every_shape())
+    ledger.write_bytes(before)
+    inode = ledger.stat().st_ino
+
+    def no_links(*_args, **_kw):
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(migrate.os, "link", no_links)
+    new = migrate.migrate_bytes(before).data
+    backup = migrate.replace_ledger(ledger, before, new)
+    assert backup == tmp_path / "ledger.jsonl.schema1"
+    assert backup.read_bytes() == before and backup.stat().st_ino != inode
+    assert ledger.read_bytes() == new
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ledger.jsonl", "ledger.jsonl.schema1"]
