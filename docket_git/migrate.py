@@ -212,6 +212,9 @@ def _source_problem(record: dict) -> str | None:
     for name in SOURCE_RELATIONS:
         if name in record and not isinstance(record[name], list):
             return f"{name} must be a list"
+    for name in ("depends_on", "answers", "supersedes"):
+        if not all(isinstance(ref, str) and ref for ref in record.get(name, ())):
+            return f"{name} must be a list of ids"
     return None
 
 

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from docket_git import canonical, migrate, store, validate
 from tests.migrate_fixtures import every_shape, jsonl, s1
@@ -227,6 +229,14 @@ def test_mixed_schemas_are_refused():
         (
             b'{"id":"d1","state":"open","question":"Q","because":"d0"}\n',
             "malformed input at line 1: d1 because must be a list",
+        ),
+        (
+            b'{"id":"d1","state":"settled","question":"Q","answer":"a","depends_on":[["d0"]]}\n',
+            "malformed input at line 1: d1 depends_on must be a list of ids",
+        ),
+        (
+            b'{"id":"d1","state":"settled","question":"Q","answer":"a","supersedes":[7]}\n',
+            "malformed input at line 1: d1 supersedes must be a list of ids",
         ),
     ],
 )
@@ -548,3 +558,58 @@ def test_validator_refuses_legacy_that_disagrees(change, message: str):
     with pytest.raises(validate.Invalid) as exc:
         validate.check_line(record)
     assert message in exc.value.message
+
+
+# -- properties over generated schema-1 ledgers ---------------------------------------------------
+
+STATES = ("settled", "ruled-out", "open", "parked")
+
+
+@st.composite
+def schema1_ledgers(draw) -> list[dict]:
+    n = draw(st.integers(min_value=1, max_value=12))
+    clean = draw(st.integers(0, 3)) > 0  # mostly ledgers the derivation can classify
+    states = STATES[:3] if clean else STATES
+    answers = ["yes", "Redis"] if clean else ["", "yes", "Redis"]
+    records: list[dict] = []
+    for i in range(1, n + 1):
+        earlier = [f"d{k}" for k in range(1, i)]
+        because: list = []
+        supersedes: list = []
+        if earlier:
+            cap = min(3, len(earlier))
+            group = st.lists(st.sampled_from(earlier), min_size=1, max_size=cap, unique=True)
+            because = draw(group) if draw(st.booleans()) else draw(st.lists(group, max_size=2))
+            supersedes = draw(st.lists(st.sampled_from(earlier), max_size=1)) if draw(st.integers(0, 3)) == 0 else []
+        record = s1(
+            f"d{i}",
+            draw(st.sampled_from(states)),
+            draw(st.sampled_from(["Use Redis", "Which cache?", "Keep the API idempotent"])),
+            draw(st.sampled_from(answers)),
+            because=because,
+            supersedes=supersedes,
+        )
+        records.append(record)
+    return records
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(schema1_ledgers())
+def test_any_schema_1_ledger_migrates_to_a_valid_ledger_or_stops_with_named_reasons(ledger: list[dict]):
+    data = jsonl(ledger)
+    try:
+        result = migrate.migrate_bytes(data)
+    except migrate.MigrationError as exc:
+        assert exc.messages and all(isinstance(m, str) and m for m in exc.messages)
+        entries, _ = migrate.derive_map(migrate.sources(migrate.parse(data)[1]))
+        assert set(entries) == {r["id"] for r in ledger}  # emit-map still works
+        return
+    snap = store.parse(Path("ledger.jsonl"), result.data, use_cache=False)
+    assert [r["legacy"]["source_id"] for r in snap.records] == [r["id"] for r in ledger]
+    assert migrate.schema_of(result.data) == 2
+    assert migrate.is_migration_of(data, result.data)
+    assert migrate.migrate_bytes(data).data == result.data  # deterministic
+    entries, _ = migrate.derive_map(migrate.sources(migrate.parse(data)[1]))
+    assert migrate.convert(migrate.sources(migrate.parse(data)[1]), json.loads(migrate.dump_map(entries))).data == (
+        result.data
+    )
