@@ -584,6 +584,35 @@ def _is_migration_of(old_bytes: bytes, new_bytes: bytes) -> bool:
         return False
 
 
+def merge_schema_fault(ours: bytes, theirs: bytes) -> str | None:
+    """Why the merge driver must not merge these two sides' ledgers by schema, or None.
+
+    A side still at schema 1 has to run ``docket migrate`` on its own branch
+    first. Migration converts each line on its own, so the migrated side then
+    shares the other side's migrated prefix and merges like any two branches.
+    """
+    try:
+        this, other = schema_of(ours), schema_of(theirs)
+    except MigrationError as exc:
+        return f"{exc.messages[0]}; run 'docket check' on each branch and repair it first"
+    if this == 1 and other == 1:
+        return (
+            "both branches' ledgers are schema 1; run 'docket migrate' on each branch and commit it, "
+            "then merge again (migrations of the same records are identical)"
+        )
+    if other == 1:
+        return (
+            f"the other branch's ledger is schema 1 and this branch's is schema {model.SCHEMA}; "
+            "run 'docket migrate' on the other branch first, commit it, then merge again"
+        )
+    if this == 1:
+        return (
+            f"this branch's ledger is schema 1 and the other branch's is schema {model.SCHEMA}; "
+            "abort this merge, run 'docket migrate' on this branch first, commit it, then merge again"
+        )
+    return None
+
+
 # -- writing -------------------------------------------------------------------------
 
 

@@ -613,3 +613,41 @@ def test_any_schema_1_ledger_migrates_to_a_valid_ledger_or_stops_with_named_reas
     assert migrate.convert(migrate.sources(migrate.parse(data)[1]), json.loads(migrate.dump_map(entries))).data == (
         result.data
     )
+
+
+# -- what the merge driver needs --------------------------------------------------------------------
+
+
+def test_migration_is_prefix_stable_so_a_migrated_branch_merges_with_one_migrated_later():
+    """Each line converts on its own: migrating base + tail starts with the bytes of migrating base."""
+    base = every_shape()
+    tail = [
+        s1("d9", "settled", "Locks use Redlock", "Redlock", because=["d5"], supersedes=["d6"]),
+        s1("d10", "open", "Do we need fencing tokens?", because=["d9"]),
+    ]
+    migrated_base = converted(base).data
+    migrated_all = converted(base + tail).data
+    assert migrated_all.startswith(migrated_base)
+    assert migrated_all.count(b"\n") == migrated_base.count(b"\n") + 2
+
+
+def test_merge_schema_fault_names_the_side_to_migrate():
+    one = jsonl(every_shape())
+    two = converted(every_shape()).data
+    assert migrate.merge_schema_fault(two, two) is None
+    assert migrate.merge_schema_fault(b"", two) is None
+    assert migrate.merge_schema_fault(two, b"") is None
+    assert migrate.merge_schema_fault(two, one) == (
+        "the other branch's ledger is schema 1 and this branch's is schema 2; "
+        "run 'docket migrate' on the other branch first, commit it, then merge again"
+    )
+    assert migrate.merge_schema_fault(one, two) == (
+        "this branch's ledger is schema 1 and the other branch's is schema 2; "
+        "abort this merge, run 'docket migrate' on this branch first, commit it, then merge again"
+    )
+    assert "both branches' ledgers are schema 1; run 'docket migrate' on each branch" in (
+        migrate.merge_schema_fault(one, one)
+    )
+    assert migrate.merge_schema_fault(one + two, two) == (
+        "mixed schema versions in one ledger: 1, 2; run 'docket check' on each branch and repair it first"
+    )
