@@ -584,15 +584,31 @@ def _is_migration_of(old_bytes: bytes, new_bytes: bytes) -> bool:
         return False
 
 
+def _first_schema(data: bytes) -> int | None:
+    start = 0
+    number = 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        number += 1
+        raw = data[start:end]
+        if raw.strip():
+            return _schema_of_line(number, raw)
+        start = end + 1
+    return None
+
+
 def merge_schema_fault(ours: bytes, theirs: bytes) -> str | None:
     """Why the merge driver must not merge these two sides' ledgers by schema, or None.
 
     A side still at schema 1 has to run ``docket migrate`` on its own branch
     first. Migration converts each line on its own, so the migrated side then
     shares the other side's migrated prefix and merges like any two branches.
+    Only each side's first record is read (the driver must not scan a 100k
+    ledger); a side that mixes schemas further down fails validation anyway.
     """
     try:
-        this, other = schema_of(ours), schema_of(theirs)
+        this, other = _first_schema(ours), _first_schema(theirs)
     except MigrationError as exc:
         return f"{exc.messages[0]}; run 'docket check' on each branch and repair it first"
     if this == 1 and other == 1:

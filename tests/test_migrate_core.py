@@ -648,6 +648,7 @@ def test_merge_schema_fault_names_the_side_to_migrate():
     assert "both branches' ledgers are schema 1; run 'docket migrate' on each branch" in (
         migrate.merge_schema_fault(one, one)
     )
-    assert migrate.merge_schema_fault(one + two, two) == (
-        "mixed schema versions in one ledger: 1, 2; run 'docket check' on each branch and repair it first"
+    assert migrate.merge_schema_fault(b"\n" + two, b"\n\n" + one).startswith("the other branch's ledger is schema 1")
+    assert migrate.merge_schema_fault(two, b"<<<<<<< ours\n" + two) == (
+        "malformed input at line 1: invalid JSON: Expecting value; run 'docket check' on each branch and repair it first"
     )
