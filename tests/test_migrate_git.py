@@ -18,7 +18,8 @@ def blob(repo: Repo, spec: str) -> bytes:
 def commit_schema1(repo: Repo, data: bytes) -> None:
     repo.ledger.write_bytes(data)
     repo.git("add", ".docket/ledger.jsonl", ".docket/.gitignore")
-    repo.git("commit", "-q", "-m", "schema-1 ledger")
+    # --no-verify: a clone from before docket-git guarded the ledger committed this.
+    repo.git("commit", "-q", "--no-verify", "-m", "schema-1 ledger")
 
 
 def test_a_staged_migration_is_recognised_against_head(repo: Repo):
