@@ -111,6 +111,11 @@ def merge_ledger(base: bytes, ours: bytes, theirs: bytes, *, strict: Callable[[]
     ``strict`` is a callable asked only when a both-supersede conflict occurs;
     when it returns True the merge is refused instead.
     """
+    from .migrate import merge_schema_fault
+
+    fault = merge_schema_fault(ours, theirs)
+    if fault:
+        raise CannotMerge(fault)
     o, a, b = RawLedger(base, lenient=True), RawLedger(ours), RawLedger(theirs)
     shared = common_prefix(a, b)
     ours_tail = _parse(a, shared, "this branch's ledger")

@@ -13,8 +13,10 @@ UNDO = "git checkout HEAD -- {path}"
 
 
 def is_migration_of(head_bytes: bytes, staged_bytes: bytes) -> bool:
-    """True when staged_bytes is ``docket migrate``'s rewrite of head_bytes (hook point; none yet)."""
-    return False
+    """True when staged_bytes is ``docket migrate``'s rewrite of head_bytes."""
+    from .migrate import is_migration_of as migrated
+
+    return migrated(head_bytes, staged_bytes)
 
 
 def extends(committed: bytes, staged: bytes) -> bool:

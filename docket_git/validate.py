@@ -8,6 +8,7 @@ exactly what the store caches, so a grown file validates only its new lines).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 
 from . import model
@@ -59,18 +60,39 @@ def _check_evidence(rid: str, evidence: object) -> None:
                 raise Invalid(rid, f"evidence {key} must be a string")
 
 
+LEGACY_KEYS = frozenset({"source_id", "raw", "relation_map"})
+#: The relation_map keys ``docket migrate`` writes: the schema-1 relations as found,
+#: the schema-2 relations they became, and the map's overrides (in old IDs).
+LEGACY_SOURCE_KEYS: tuple[str, ...] = ("source_because", "source_depends_on", "source_answers", "source_supersedes")
+LEGACY_RELATION_KEYS: frozenset[str] = frozenset(
+    (*LEGACY_SOURCE_KEYS, *(f"mapped_{r}" for r in model.RELATIONS), "overrides")
+)
+OLD_ID_RE = re.compile(r"^d[1-9][0-9]*$")
+
+
 def _check_legacy(rid: str, record: dict) -> None:
     legacy = record["legacy"]
-    if not isinstance(legacy, dict) or set(legacy) != {"source_id", "raw", "relation_map"}:
+    if not isinstance(legacy, dict) or set(legacy) != LEGACY_KEYS:
         raise Invalid(rid, "legacy must be an object with source_id, raw, and relation_map")
-    if not isinstance(legacy["source_id"], str) or not isinstance(legacy["raw"], dict):
-        raise Invalid(rid, "legacy source_id must be a string and raw an object")
+    source_id = legacy["source_id"]
+    if not isinstance(source_id, str) or not OLD_ID_RE.match(source_id):
+        raise Invalid(rid, "legacy source_id must be a schema-1 id such as d12")
+    if not isinstance(legacy["raw"], dict) or legacy["raw"].get("id") != source_id:
+        raise Invalid(rid, "legacy raw must be the schema-1 record whose id is source_id")
     relation_map = legacy["relation_map"]
-    if not isinstance(relation_map, dict):
-        raise Invalid(rid, "legacy relation_map must be an object")
+    if not isinstance(relation_map, dict) or set(relation_map) != LEGACY_RELATION_KEYS:
+        raise Invalid(
+            rid,
+            "legacy relation_map must hold exactly " + ", ".join(sorted(LEGACY_RELATION_KEYS)),
+        )
+    for key in LEGACY_SOURCE_KEYS:
+        if not isinstance(relation_map[key], list):
+            raise Invalid(rid, f"legacy relation_map {key} must be a list")
+    if not isinstance(relation_map["overrides"], dict) or set(relation_map["overrides"]) - set(model.RELATIONS):
+        raise Invalid(rid, "legacy relation_map overrides must be an object keyed by relation")
     for relation in model.RELATIONS:
         key = f"mapped_{relation}"
-        if key in relation_map and relation_map[key] != record.get(relation, []):
+        if relation_map[key] != record.get(relation, []):
             raise Invalid(rid, f"legacy relation_map {key} must equal {relation}")
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from docket_git import canonical, rebase
+from docket_git import canonical, rebase, validate
 from docket_git.rebase import MergeRefused, RawLedger, content_key, merge
 from docket_git.validate import Index, check_line
 from tests.conftest import rec
@@ -202,7 +202,8 @@ def test_both_supersede_merged_back_and_forth_settles_once():
 
 
 def test_legacy_relation_map_follows_renumbering():
-    legacy = {"source_id": "d7", "raw": {"id": "d7"}, "relation_map": {"mapped_depends_on": ["c1"]}}
+    relation_map = {key: [] for key in validate.LEGACY_RELATION_KEYS} | {"overrides": {}}
+    legacy = {"source_id": "d7", "raw": {"id": "d7"}, "relation_map": relation_map}
     ours = [rec("c1", "Shared"), rec("c2", "Mine")]
     theirs = [rec("c1", "Shared"), rec("c2", "Theirs"), rec("d3", "Old one", depends_on=["c2"], legacy=legacy)]
     legacy["relation_map"]["mapped_depends_on"] = ["c2"]

@@ -13,6 +13,10 @@ from . import record as _record  # noqa: F401
 from . import setup as _setup  # noqa: F401
 from .app import app
 
+# isort: split
+# Registered after the others so that help lists it with the maintenance commands.
+from . import migrate as _migrate  # noqa: F401
+
 
 def run(args: list[str]) -> None:
     """Run the Typer app on args; ledger errors become ``docket: ...`` and exit 1."""
