@@ -6,6 +6,7 @@ import os
 import sys
 
 from ..store import LedgerError
+from . import context as _context  # noqa: F401 - registers commands
 from . import read as _read  # noqa: F401 - registers commands
 from . import record as _record  # noqa: F401
 from . import setup as _setup  # noqa: F401
