@@ -16,6 +16,7 @@ Add a benchmark by adding a ``Case`` to ``CASES``.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -39,6 +40,7 @@ SIZES = (1000, 10000, 100000)
 class Case:
     """One benchmark: docket arguments run in a prepared repository of each size."""
 
+    #: ``{first}`` stands for the ledger's first record ID.
     args: list[str]
     note: str = ""
     sizes: tuple[int, ...] = SIZES
@@ -58,7 +60,7 @@ CASES: dict[str, Case] = {
     "context-dirty": Case(["context"], "auto-scope from changed and untracked files", prepare=dirty_tree),
     "context-query": Case(["context", "--query", "cache invalidation zephyr"], "query, auto-scope off"),
     "context-all": Case(["context", "--all"], "--all, every current record ranked"),
-    "context-since": Case(["context", "--since", "c1"], "--since the first record: a delta of the whole ledger"),
+    "context-since": Case(["context", "--since", "{first}"], "--since the first record: a delta of the whole ledger"),
 }
 
 
@@ -147,7 +149,8 @@ def measure(name: str, case: Case, n: int, *, runs: int, seed: int) -> dict:
     cache = OUT / "cache" / f"{name}-{n}"
     env = base_env()
     env["XDG_CACHE_HOME"] = str(cache)
-    cmd = [docket_command(), *case.args]
+    first = json.loads((cwd / ".docket" / "ledger.jsonl").open("rb").readline())["id"]
+    cmd = [docket_command(), *(arg.replace("{first}", first) for arg in case.args)]
     cold: list[float] = []
     for _ in range(runs):
         shutil.rmtree(cache, ignore_errors=True)

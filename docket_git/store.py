@@ -129,7 +129,7 @@ def _load_cache(path: Path, data: bytes) -> _Prefix | None:
         if raw.get("version") != CACHE_VERSION or raw.get("path") != str(path.resolve()):
             return None
         length = raw["length"]
-        if length > len(data) or hashlib.sha256(data[:length]).hexdigest() != raw["digest"]:
+        if length > len(data) or hashlib.sha256(memoryview(data)[:length]).hexdigest() != raw["digest"]:
             return None
         index = Index(
             max_seq=raw["max_seq"],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -289,3 +290,25 @@ def test_broken_pipe_is_quiet(repo: Repo) -> None:
         text=True,
     )
     assert proc.stdout.startswith("# docket: ") and "Traceback" not in proc.stderr
+
+
+def test_ledger_below_the_work_tree_root(bare_repo: Repo) -> None:
+    project_dir = bare_repo.path / "service"
+    project_dir.mkdir()
+    (project_dir / ".docket").mkdir()
+    (project_dir / ".docket" / "ledger.jsonl").write_text(
+        json.dumps(rec("c1", "the api module", scope=["api.py"])) + "\n"
+    )
+    (project_dir / "api.py").write_text("x\n")
+    (bare_repo.path / "top.py").write_text("x\n")
+    text = bare_repo.docket("context", cwd=project_dir).out
+    assert files_line(text) == "# files: api.py"  # relative to the ledger's directory; top.py is outside it
+
+
+def test_unreadable_git_state_falls_back_to_unscoped(repo: Repo) -> None:
+    scoped_ledger(repo)
+    write(repo, "src/a.py")
+    (repo.path / ".git" / "index").write_bytes(b"not an index")
+    result = repo.ok("context")
+    assert files_line(result.out) is None
+    assert "no task scope given" in result.out

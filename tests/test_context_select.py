@@ -306,3 +306,16 @@ def test_related_records_left_in_the_index_are_counted() -> None:
     text = brief(records, files=["src/a.py"], max_chars=1500)
     assert blocks(text) == ["d6"]
     assert "# Related records in index only: 5; formulas remain complete.\n" in text
+
+
+def test_records_with_only_the_required_fields() -> None:
+    base = {"schema": 2, "ts": "t", "author": "a", "session": "", "branch": ""}
+    records = [
+        {**base, "kind": "claim", "id": "c1", "text": "bare claim", "state": "accepted"},
+        {**base, "kind": "question", "id": "q2", "text": "bare question?", "state": "open"},
+        {**base, "kind": "decision", "id": "d3", "text": "bare decision", "state": "adopted", "choice": "x"},
+    ]
+    text = brief(records, query="bare")
+    assert blocks(text) == ["d3", "q2", "c1"]
+    assert "applicable: true" in block_text(text, "d3")
+    assert brief(records, max_chars=512).endswith("--json\n")

@@ -105,8 +105,16 @@ def auto_scope(root: Path, limit: int) -> list[str]:
     """The work at hand as file scope: changed and untracked files, else the last commit's paths.
 
     Paths are relative to root (the directory holding ``.docket/``). Outside a
-    repository, in a bare one, or in one with no commits and a clean tree: [].
+    repository, in a bare one, in one with no commits and a clean tree, or
+    when git cannot be read: [].
     """
+    try:
+        return _from_git(root)[:limit]
+    except Exception:  # a guess at the task must never cost the agent its briefing
+        return []
+
+
+def _from_git(root: Path) -> list[str]:
     from .. import gitio
 
     repo = gitio.open_repo(root)
@@ -124,4 +132,4 @@ def auto_scope(root: Path, limit: int) -> list[str]:
     paths = interleave(_relative(changed, prefix), _relative(untracked, prefix))
     if not paths:
         paths = _relative(gitio.last_commit_paths(repo), prefix)
-    return paths[:limit]
+    return paths

@@ -95,11 +95,12 @@ def references(
     counts: dict[str, int] = {}
     incoming: dict[str, list[str]] = {}
     get = counts.get
+    views = resolved_by is None
     for record in records:
         supports = record.get("supports")
         depends = record.get("depends_on")
         answers = record.get("answers")
-        resolved = record.get("resolved_by") if resolved_by is None else None
+        resolved = record.get("resolved_by") if views else None
         if not (supports or depends or answers or resolved):
             continue
         refs: list[str] = [ref for group in supports for ref in group] if supports else []
@@ -145,11 +146,11 @@ class Scoring:
     ) -> None:
         self.weights = weights
         #: Current record -> its 0-based position in the whole history.
-        self.position: dict[str, int] = (
-            {rid: i for rid, i in position.items() if rid in current}
-            if position is not None
-            else {r["id"]: i for i, r in enumerate(records) if r["id"] in current}
-        )
+        if position is None:
+            position = {r["id"]: i for i, r in enumerate(records)}
+        self.position: dict[str, int] = position.copy()  # then drop the (few) retired records
+        for rid in position.keys() - current:
+            del self.position[rid]
         live = [records[i] for i in self.position.values()]
         self.scope = scoping.scope_points(live, files or [], weights)
         self.points = text_points({r["id"]: haystack(r) for r in live}, query) if query.strip() else {}
