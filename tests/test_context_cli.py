@@ -312,3 +312,19 @@ def test_unreadable_git_state_falls_back_to_unscoped(repo: Repo) -> None:
     result = repo.ok("context")
     assert files_line(result.out) is None
     assert "no task scope given" in result.out
+
+
+def test_plain_invocations_skip_typer(repo: Repo) -> None:
+    repo.ok("claim", "one", "--scope", "x")
+    probe = (
+        "import sys, os\n"
+        "from docket_git import entry\n"
+        "os._exit = lambda code: (print(sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'click'))), "
+        "sys.exit(code))\n"
+        "entry.main(['context', '--max-chars', '900'])\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=repo.path, env=repo.env, capture_output=True, text=True, check=True
+    )
+    assert proc.stdout.rstrip().endswith("[]")
+    assert proc.stdout.startswith("# docket: repo | revision: ")

@@ -570,9 +570,12 @@ class _Selector:
             for j in range(w - 1, -1, -1):
                 k = most_names(j)
                 if k >= 0 and j + k >= need:
-                    return text_for(j, k)
+                    text = text_for(j, k)
+                    if len(text) <= hard:  # the arithmetic above is exact; this keeps the ceiling regardless
+                        return text
         k = most_names(0)  # step 5
-        return text_for(0, k) if k >= 0 else None
+        text = text_for(0, k) if k >= 0 else ""
+        return text if text and len(text) <= hard else None
 
 
 def select(
