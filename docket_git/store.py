@@ -121,6 +121,7 @@ class _Prefix:
     length: int
     lines: int
     index: Index
+    digest: str = ""
 
 
 def _load_cache(path: Path, data: bytes) -> _Prefix | None:
@@ -137,7 +138,7 @@ def _load_cache(path: Path, data: bytes) -> _Prefix | None:
             retired=set(raw["retired"]),
             count=raw["count"],
         )
-        return _Prefix(length, raw["lines"], index)
+        return _Prefix(length, raw["lines"], index, raw["digest"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -182,6 +183,8 @@ class Snapshot:
     valid_length: int = 0
     #: Line number of a skipped torn final line, if any.
     torn_line: int | None = None
+    #: (length, SHA-256) of a prefix already hashed while reading, so revision() need not hash it again.
+    hashed: tuple[int, str] = (0, "")
 
     def position(self, record_id: str) -> int | None:
         """The index of the record with this ID in ``records``, if any."""
@@ -196,7 +199,11 @@ class Snapshot:
 
     def revision(self) -> str:
         """SHA-256 of the bytes up to and including the last record's line."""
-        return canonical.sha256(memoryview(self.data)[: self.ends[-1]] if self.ends else b"")
+        if not self.ends:
+            return canonical.sha256(b"")
+        if self.hashed[0] == self.ends[-1]:
+            return self.hashed[1]
+        return canonical.sha256(memoryview(self.data)[: self.ends[-1]])
 
 
 def _segments(data: bytes, start: int, first_line: int) -> Iterator[tuple[int, int, bytes]]:
@@ -258,6 +265,8 @@ def _parse(path: Path, data: bytes, *, records: bool, use_cache: bool) -> Snapsh
     cached = _load_cache(path, data) if use_cache else None
     start, line_no, index = (cached.length, cached.lines, cached.index) if cached else (0, 0, Index())
     snap.index = index
+    if cached:
+        snap.hashed = (cached.length, cached.digest)
     if records and start:
         prefix_lines, snap.ends = _prefix_lines(data[:start])
         parsed = _bulk_parse(prefix_lines)

@@ -109,3 +109,20 @@ def test_delta_degrades_to_index_lines_within_the_ceiling() -> None:
         assert len(text) <= limit and text.endswith("\n")
         assert "# changed: 78 added, 0 no longer available." in text
         assert "more changed records" in text and "more; docket list" in text
+
+
+def test_revision_through_the_cache_is_the_digest_of_the_bytes(env: dict[str, str], tmp_path) -> None:
+    from docket_git import store
+
+    path = tmp_path / "repo" / ".docket" / "ledger.jsonl"
+    path.parent.mkdir(parents=True)
+    records = ledger()
+    data = b"".join(canonical.line(r) for r in records[:3])
+    path.write_bytes(data)
+    first = store.read(path)  # validates everything, fills the cache
+    second = store.read(path)  # prefix from the cache
+    assert first.revision() == second.revision() == hashlib.sha256(data).hexdigest()
+    grown = data + b"".join(canonical.line(r) for r in records[3:]) + b"\n"  # and a blank line
+    path.write_bytes(grown)
+    assert store.read(path).revision() == hashlib.sha256(grown[:-1]).hexdigest()
+    assert store.read(path).prefix_digest(2) == hashlib.sha256(data).hexdigest()
