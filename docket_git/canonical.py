@@ -20,7 +20,7 @@ def line(record: dict) -> bytes:
     return (dumps(record) + "\n").encode("utf-8")
 
 
-def sha256(data: bytes) -> str:
+def sha256(data: bytes | memoryview) -> str:
     """The full SHA-256 hex digest of data."""
     return hashlib.sha256(data).hexdigest()
 

@@ -146,3 +146,55 @@ def merge_heads(start: Path) -> list[str]:
         return [line.strip() for line in path.read_text().splitlines() if line.strip()]
     except OSError:
         return []
+
+
+def work_tree(repo) -> Path | None:
+    """The repository's work tree root, or None for a bare repository."""
+    workdir = repo.workdir
+    return Path(workdir).resolve() if workdir else None
+
+
+def status_paths(repo) -> tuple[list[str], list[str]]:
+    """(changed, untracked) work tree paths, each sorted: ``git diff HEAD`` and untracked files.
+
+    Changed means staged or unstaged against HEAD (in a repository with no
+    commits, whatever is staged); untracked excludes ignored files. Paths are
+    relative to the work tree, with ``/``; nested repositories (``dir/``) are dropped.
+    """
+    from pygit2.enums import FileStatus
+
+    untracked_flag = FileStatus.WT_NEW
+    changed: list[str] = []
+    untracked: list[str] = []
+    for path, flags in repo.status(untracked_files="all", ignored=False).items():
+        if path.endswith("/") or flags == FileStatus.CURRENT or flags & FileStatus.IGNORED:
+            continue
+        if flags == untracked_flag:
+            untracked.append(path)
+        else:
+            changed.append(path)
+    return sorted(changed), sorted(untracked)
+
+
+def last_commit_paths(repo) -> list[str]:
+    """The paths HEAD's commit touched (against each parent; a root commit against nothing).
+
+    Empty when the repository has no commits.
+    """
+    import pygit2
+
+    try:
+        if repo.head_is_unborn:
+            return []
+        commit = repo.head.peel(pygit2.Commit)
+    except (pygit2.GitError, KeyError, ValueError):
+        return []
+    diffs = [parent.tree.diff_to_tree(commit.tree) for parent in commit.parents]
+    if not diffs:
+        diffs = [commit.tree.diff_to_tree(swap=True)]
+    seen: dict[str, None] = {}
+    for diff in diffs:
+        paths = sorted(delta.new_file.path or delta.old_file.path for delta in diff.deltas)
+        for path in paths:
+            seen.setdefault(path, None)
+    return list(seen)

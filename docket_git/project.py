@@ -7,14 +7,27 @@ recursion, however long the chains.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 
 def _dedupe(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def project(records: list[dict]) -> list[dict]:
-    """Projected copies of records: recorded_state, state, retired_by, resolved_by,
-    and for decisions applicable and blocked_by. The input is not modified."""
+@dataclass
+class Derived:
+    """What projection derives for a list of records, as maps keyed by record ID."""
+
+    #: Retired record -> the record that supersedes it.
+    retired_by: dict[str, str] = field(default_factory=dict)
+    #: Decision -> its blocked_by list (empty when applicable).
+    blocked: dict[str, list[str]] = field(default_factory=dict)
+    #: Question -> the current records that resolve it, in file order.
+    resolved_by: dict[str, list[str]] = field(default_factory=dict)
+
+
+def derive(records: list[dict]) -> Derived:
+    """retired_by, blocked_by and resolved_by for validated records, without copying them."""
     retired_by: dict[str, str] = {}
     for record in records:
         for target in record.get("supersedes") or ():
@@ -44,7 +57,7 @@ def project(records: list[dict]) -> list[dict]:
                     reasons.extend(blocked[prereq])
             else:
                 reasons.append(prereq)
-        blocked[rid] = _dedupe(reasons)
+        blocked[rid] = _dedupe(reasons) if reasons else reasons
 
     resolved_by: dict[str, list[str]] = {}
     for record in records:
@@ -55,22 +68,34 @@ def project(records: list[dict]) -> list[dict]:
         if (kind == "claim" and record["state"] == "accepted") or (kind == "decision" and not blocked[rid]):
             for question in record["answers"]:
                 resolved_by.setdefault(question, []).append(rid)
+    for question, answers in resolved_by.items():
+        if len(answers) > 1:
+            resolved_by[question] = _dedupe(answers)
+    return Derived(retired_by, blocked, resolved_by)
 
-    out: list[dict] = []
-    for record in records:
-        rid = record["id"]
-        view = dict(record)
-        view["recorded_state"] = record["state"]
-        answers = resolved_by.get(rid, []) if record["kind"] == "question" else []
-        if answers:
-            view["state"] = "resolved"
-        view["retired_by"] = retired_by.get(rid, "")
-        view["resolved_by"] = _dedupe(answers)
-        if record["kind"] == "decision":
-            view["blocked_by"] = blocked[rid]
-            view["applicable"] = not blocked[rid]
-        out.append(view)
+
+def view(record: dict, derived: Derived) -> dict:
+    """A projected copy of one record: recorded_state, state, retired_by, resolved_by,
+    and for decisions applicable and blocked_by."""
+    rid = record["id"]
+    out = dict(record)
+    out["recorded_state"] = record["state"]
+    answers = derived.resolved_by.get(rid, []) if record["kind"] == "question" else []
+    if answers:
+        out["state"] = "resolved"
+    out["retired_by"] = derived.retired_by.get(rid, "")
+    out["resolved_by"] = list(answers)
+    if record["kind"] == "decision":
+        out["blocked_by"] = derived.blocked[rid]
+        out["applicable"] = not derived.blocked[rid]
     return out
+
+
+def project(records: list[dict]) -> list[dict]:
+    """Projected copies of records: recorded_state, state, retired_by, resolved_by,
+    and for decisions applicable and blocked_by. The input is not modified."""
+    derived = derive(records)
+    return [view(record, derived) for record in records]
 
 
 def current(projected: list[dict]) -> list[dict]:

@@ -12,7 +12,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import gc
 import hashlib
+import itertools
 import json
 import os
 import sys
@@ -119,6 +121,7 @@ class _Prefix:
     length: int
     lines: int
     index: Index
+    digest: str = ""
 
 
 def _load_cache(path: Path, data: bytes) -> _Prefix | None:
@@ -127,7 +130,7 @@ def _load_cache(path: Path, data: bytes) -> _Prefix | None:
         if raw.get("version") != CACHE_VERSION or raw.get("path") != str(path.resolve()):
             return None
         length = raw["length"]
-        if length > len(data) or hashlib.sha256(data[:length]).hexdigest() != raw["digest"]:
+        if length > len(data) or hashlib.sha256(memoryview(data)[:length]).hexdigest() != raw["digest"]:
             return None
         index = Index(
             max_seq=raw["max_seq"],
@@ -135,7 +138,7 @@ def _load_cache(path: Path, data: bytes) -> _Prefix | None:
             retired=set(raw["retired"]),
             count=raw["count"],
         )
-        return _Prefix(length, raw["lines"], index)
+        return _Prefix(length, raw["lines"], index, raw["digest"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -180,6 +183,8 @@ class Snapshot:
     valid_length: int = 0
     #: Line number of a skipped torn final line, if any.
     torn_line: int | None = None
+    #: (length, SHA-256) of a prefix already hashed while reading, so revision() need not hash it again.
+    hashed: tuple[int, str] = (0, "")
 
     def position(self, record_id: str) -> int | None:
         """The index of the record with this ID in ``records``, if any."""
@@ -190,11 +195,15 @@ class Snapshot:
 
     def prefix_digest(self, i: int) -> str:
         """SHA-256 of the ledger bytes up to and including record i's line."""
-        return canonical.sha256(self.data[: self.ends[i]])
+        return canonical.sha256(memoryview(self.data)[: self.ends[i]])
 
     def revision(self) -> str:
         """SHA-256 of the bytes up to and including the last record's line."""
-        return canonical.sha256(self.data[: self.ends[-1]] if self.ends else b"")
+        if not self.ends:
+            return canonical.sha256(b"")
+        if self.hashed[0] == self.ends[-1]:
+            return self.hashed[1]
+        return canonical.sha256(memoryview(self.data)[: self.ends[-1]])
 
 
 def _segments(data: bytes, start: int, first_line: int) -> Iterator[tuple[int, int, bytes]]:
@@ -218,20 +227,48 @@ def _bulk_parse(lines: list[bytes]) -> list[dict] | None:
         return None
 
 
+def _prefix_lines(prefix: bytes) -> tuple[list[bytes], list[int]]:
+    """The non-blank lines of a prefix of whole lines, and the offset just past each."""
+    lines = prefix.split(b"\n")
+    lines.pop()  # the prefix ends with a newline: the last piece is empty
+    ends = list(itertools.accumulate(len(line) + 1 for line in lines))
+    if all(map(bytes.strip, lines)):
+        return lines, ends
+    keep = [i for i, line in enumerate(lines) if line.strip()]
+    return [lines[i] for i in keep], [ends[i] for i in keep]
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector: parsing builds millions of acyclic objects.
+
+    Left running, it would rescan them over and over (tripling the parse
+    time of a large ledger); reference counting still frees everything.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def parse(path: Path, data: bytes, *, records: bool = True, use_cache: bool = True) -> Snapshot:
     """Validate ledger bytes (only past the cached prefix) and build a snapshot."""
+    with gc_paused():
+        return _parse(path, data, records=records, use_cache=use_cache)
+
+
+def _parse(path: Path, data: bytes, *, records: bool, use_cache: bool) -> Snapshot:
     snap = Snapshot(path=path, data=data)
     cached = _load_cache(path, data) if use_cache else None
     start, line_no, index = (cached.length, cached.lines, cached.index) if cached else (0, 0, Index())
     snap.index = index
+    if cached:
+        snap.hashed = (cached.length, cached.digest)
     if records and start:
-        prefix_lines: list[bytes] = []
-        for _, end, raw in _segments(data, 0, 0):
-            if end > start:
-                break
-            if raw.strip():
-                prefix_lines.append(raw)
-                snap.ends.append(end)
+        prefix_lines, snap.ends = _prefix_lines(data[:start])
         parsed = _bulk_parse(prefix_lines)
         snap.records = parsed if parsed is not None else [json.loads(x) for x in prefix_lines]
     valid_end = start

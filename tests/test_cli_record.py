@@ -238,15 +238,16 @@ def test_batch_is_all_or_nothing(repo: Repo) -> None:
 
 
 def test_fast_entry_does_not_import_typer(repo: Repo) -> None:
-    code = (
-        "import sys, atexit\n"
-        "atexit.register(lambda: print(sorted(m for m in ('typer','click','rich','pygit2') if m in sys.modules)))\n"
-        "from docket_git.entry import main\n"
-        "main(sys.argv[1:])\n"
-    )
-    for args in (["merge-driver"], ["hook", "session-start"]):
+    code = "import sys\nfrom docket_git.entry import main\nmain(sys.argv[1:])\n"
+    for args in (["merge-driver"], ["hook", "session-start"], ["hook", "pre-tool-use"]):
         proc = subprocess.run(
-            [sys.executable, "-c", code, *args], cwd=repo.path, env=repo.env, input=b"{}", capture_output=True
+            [sys.executable, "-X", "importtime", "-c", code, *args],
+            cwd=repo.path,
+            env=repo.env,
+            input=b"{}",
+            capture_output=True,
         )
-        assert proc.stdout.decode().splitlines()[-1] == "[]", (args, proc.stdout, proc.stderr)
-        assert proc.stderr.startswith(b"docket: ")
+        lines = proc.stderr.decode().splitlines()
+        imported = {line.rsplit("|", 1)[-1].strip() for line in lines if line.startswith("import time:")}
+        assert "docket_git.entry" in imported, lines[-3:]
+        assert not imported & {"typer", "click", "rich", "pygit2"}, (args, imported & {"typer", "click", "rich"})

@@ -1,0 +1,214 @@
+"""Time whole ``docket`` processes on generated ledgers: median of several runs, cold and warm.
+
+Each size gets a real git repository under ``bench/out/`` (generated ledger
+and a synthetic source tree, committed, then a second commit touching a few
+files). *Cold* empties the cache directory before every run, so the ledger is
+parsed and validated from scratch; *warm* times runs after one that filled
+the cache, as a session hook meets it.
+
+    python bench/run.py                          # every case at every size
+    python bench/run.py context --sizes 10000    # one case, one size
+    python bench/run.py --list
+
+Add a benchmark by adding a ``Case`` to ``CASES``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import gen  # noqa: E402 - bench/gen.py, beside this file
+
+OUT = HERE / "out"
+SIZES = (1000, 10000, 100000)
+
+
+@dataclass
+class Case:
+    """One benchmark: docket arguments run in a prepared repository of each size."""
+
+    #: ``{first}`` stands for the ledger's first record ID.
+    args: list[str]
+    note: str = ""
+    sizes: tuple[int, ...] = SIZES
+    #: Extra preparation inside a fresh copy of the size's repository (e.g. a dirty tree).
+    prepare: Callable[[Path], None] | None = None
+
+
+def dirty_tree(repo: Path) -> None:
+    """Modify two tracked files and add an untracked one, so auto-scope reads git status."""
+    (repo / "src/billing/cache.py").write_text("# changed\n")
+    (repo / "src/auth/models.py").write_text("# changed\n")
+    (repo / "src/search/new_module.py").write_text("# new\n")
+
+
+CASES: dict[str, Case] = {
+    "context": Case(["context"], "bare, as a session hook runs it: auto-scope from the last commit"),
+    "context-dirty": Case(["context"], "auto-scope from changed and untracked files", prepare=dirty_tree),
+    "context-query": Case(["context", "--query", "cache invalidation zephyr"], "query, auto-scope off"),
+    "context-all": Case(["context", "--all"], "--all, every current record ranked"),
+    "context-since": Case(["context", "--since", "{first}"], "--since the first record: a delta of the whole ledger"),
+}
+
+
+def docket_command() -> str:
+    """The installed console script, preferring the one beside this interpreter."""
+    local = Path(sys.executable).parent / "docket"
+    found = str(local) if local.exists() else shutil.which("docket")
+    if not found:
+        sys.exit("bench: the docket console script is not installed; run: pip install -e .")
+    return found
+
+
+def git(repo: Path, *args: str, env: dict[str, str]) -> None:
+    subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+
+
+def base_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "DOCKET_"))}
+    env.update(
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_AUTHOR_NAME="bench",
+        GIT_AUTHOR_EMAIL="bench@example.com",
+        GIT_COMMITTER_NAME="bench",
+        GIT_COMMITTER_EMAIL="bench@example.com",
+        DOCKET_AUTHOR="bench",
+    )
+    return env
+
+
+def repository(n: int, seed: int) -> Path:
+    """The size-n benchmark repository, built once per (n, seed) and reused."""
+    repo = OUT / f"repo-{n}-s{seed}"
+    marker = repo / ".git" / "bench-ready"
+    if marker.exists():
+        return repo
+    if repo.exists():
+        shutil.rmtree(repo)
+    env = base_env()
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main", env=env)
+    for path in gen.source_files():
+        target = repo / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(f"# {path}\n")
+    gen.write(n, repo / ".docket" / "ledger.jsonl", seed)
+    (repo / ".docket" / ".gitignore").write_text("*.lock\n")
+    git(repo, "add", "-A", env=env)
+    git(repo, "commit", "-q", "-m", "sources and ledger", env=env)
+    for path in ("src/billing/cache.py", "src/api/handlers.py", "docs/notes.md"):
+        target = repo / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(f"# {path}, edited\n")
+    git(repo, "add", "-A", env=env)
+    git(repo, "commit", "-q", "-m", "touch a few files", env=env)
+    marker.write_text("ok\n")
+    return repo
+
+
+def workdir(name: str, case: Case, n: int, seed: int) -> Path:
+    """Where the case runs: the shared repository, or a prepared copy of it."""
+    repo = repository(n, seed)
+    if case.prepare is None:
+        return repo
+    copy = OUT / f"{name}-{n}-s{seed}"
+    if copy.exists():
+        shutil.rmtree(copy)
+    shutil.copytree(repo, copy, symlinks=True)
+    case.prepare(copy)
+    return copy
+
+
+def run_once(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, int]:
+    """Seconds for one whole process, and the characters it printed."""
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        sys.exit(f"bench: {' '.join(cmd[1:])} exited {proc.returncode}: {proc.stderr.decode()[:500]}")
+    return elapsed, len(proc.stdout.decode())
+
+
+def measure(name: str, case: Case, n: int, *, runs: int, seed: int) -> dict:
+    """Median cold and warm seconds for one case at one size."""
+    cwd = workdir(name, case, n, seed)
+    cache = OUT / "cache" / f"{name}-{n}"
+    env = base_env()
+    env["XDG_CACHE_HOME"] = str(cache)
+    first = json.loads((cwd / ".docket" / "ledger.jsonl").open("rb").readline())["id"]
+    cmd = [docket_command(), *(arg.replace("{first}", first) for arg in case.args)]
+    cold: list[float] = []
+    for _ in range(runs):
+        shutil.rmtree(cache, ignore_errors=True)
+        seconds, chars = run_once(cmd, cwd, env)
+        cold.append(seconds)
+    run_once(cmd, cwd, env)  # fill the cache
+    warm = [run_once(cmd, cwd, env)[0] for _ in range(runs)]
+    return {
+        "case": name,
+        "records": n,
+        "cold": statistics.median(cold),
+        "warm": statistics.median(warm),
+        "warm_min": min(warm),
+        "chars": chars,
+    }
+
+
+def table(rows: list[dict]) -> str:
+    """A Markdown table of results."""
+    out = [
+        "| case | records | cold median (s) | warm median (s) | warm best (s) | output chars |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r['case']} | {r['records']:,} | {r['cold']:.3f} | {r['warm']:.3f} | {r['warm_min']:.3f} | {r['chars']:,} |"
+        )
+    return "\n".join(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("cases", nargs="*", help="case names (default: all)")
+    parser.add_argument("--sizes", type=int, nargs="+", help="ledger sizes (default: each case's own)")
+    parser.add_argument("--runs", type=int, default=5, help="timed runs per measurement (default 5)")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    args = parser.parse_args()
+    if args.list:
+        for name, case in CASES.items():
+            print(f"{name:16} docket {' '.join(case.args):40} {case.note}")
+        return
+    unknown = [c for c in args.cases if c not in CASES]
+    if unknown:
+        sys.exit(f"bench: unknown case(s) {', '.join(unknown)}; --list shows them")
+    # A normal install has bytecode; this environment may forbid writing it (PYTHONDONTWRITEBYTECODE).
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(HERE.parent / "docket_git")], check=True)
+    rows = []
+    for name in args.cases or list(CASES):
+        case = CASES[name]
+        for n in args.sizes or case.sizes:
+            row = measure(name, case, n, runs=args.runs, seed=args.seed)
+            rows.append(row)
+            print(f"{name} {n}: cold {row['cold']:.3f} s, warm {row['warm']:.3f} s", file=sys.stderr, flush=True)
+    machine = f"{os.cpu_count()} cores, Python {sys.version.split()[0]}"
+    print(f"\n{machine}; median of {args.runs} runs\n")
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,153 @@
+"""``build_briefing``: find the ledger, read it, settle the task scope, and compose the briefing.
+
+This is the only part of the package that does I/O (store, config, git).
+It imports neither Typer nor pygit2 up front, so a session hook can call it
+on its fast path; pygit2 is loaded only when auto-scope runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import canonical, store
+from . import config, delta, scope
+from .render import Meta
+from .select import Request, check_max_chars, select
+
+
+@dataclass
+class Briefing:
+    """A composed briefing: the text for stdout ("" when the ledger is empty) and notes for stderr."""
+
+    text: str
+    notes: list[str] = field(default_factory=list)
+
+
+def meta_for(snapshot: store.Snapshot, identity: str, settings: config.Settings) -> Meta:
+    """The header's ledger facts: digests over the raw ledger bytes, shown as 12 hex."""
+    return Meta(
+        identity=identity,
+        revision=canonical.short(snapshot.revision()),
+        latest=snapshot.records[-1]["id"] if snapshot.records else "",
+        fingerprint=config.fingerprint(settings),
+    )
+
+
+def identity_of(ledger: Path) -> str:
+    """How the header names a ledger: the name of the directory that holds ``.docket/``."""
+    root = ledger.parent.parent
+    return root.name or str(root)
+
+
+def compose(snapshot: store.Snapshot, settings: config.Settings, request: Request, *, identity: str) -> str:
+    """The full briefing for a read snapshot ("" when empty); no I/O. ``request.files`` is final."""
+    if not snapshot.records:
+        return ""
+    return select(snapshot.records, settings, request, meta_for(snapshot, identity, settings))
+
+
+def compose_delta(
+    snapshot: store.Snapshot,
+    settings: config.Settings,
+    baseline: list[dict],
+    since: str,
+    *,
+    identity: str,
+    max_chars: int | None = None,
+) -> str:
+    """The ``--since`` briefing: what changed after baseline (records), within max_chars or the target."""
+    limit = max_chars if max_chars is not None else settings["budget"]["target"]
+    change = delta.delta(baseline, snapshot.records)
+    meta = meta_for(snapshot, identity, settings)
+    return delta.render_delta(change, meta, since, limit=limit, detail=settings["index"]["detail_min"])
+
+
+def task_files(
+    root: Path,
+    settings: config.Settings,
+    *,
+    query: str,
+    files: Sequence[str],
+    all_records: bool,
+    auto_scope: bool | None,
+) -> list[str]:
+    """The file scope: ``--file`` values, plus auto-scope when asked for or implied.
+
+    Auto-scope runs when forced (``auto_scope=True``), or by default when no
+    query, file or ``--all`` states the task; ``auto_scope=False`` disables it.
+    """
+    explicit = [scope.task_file(f, root) for f in files if f.strip()]
+    run = auto_scope if auto_scope is not None else not (query.strip() or explicit or all_records)
+    if not run:
+        return list(dict.fromkeys(explicit))
+    found = scope.auto_scope(root, settings["auto_scope"]["limit"])
+    return list(dict.fromkeys([*explicit, *found]))
+
+
+def build_briefing(
+    start: Path | None = None,
+    *,
+    ledger: Path | None = None,
+    query: str = "",
+    files: Sequence[str] = (),
+    max_chars: int | None = None,
+    all_records: bool = False,
+    auto_scope: bool | None = None,
+    since: str | None = None,
+) -> Briefing:
+    """The briefing for the ledger at or above start (default: the working directory).
+
+    Raises ``config.ConfigError`` / ``store.LedgerError`` (exit 1) and
+    ``ValueError`` for a ``max_chars`` under ``budget.minimum`` (exit 2).
+    A missing or empty ledger gives an empty briefing.
+    """
+    with store.gc_paused():  # a briefing builds many short-lived, acyclic objects
+        return _build(
+            start,
+            ledger=ledger,
+            query=query,
+            files=files,
+            max_chars=max_chars,
+            all_records=all_records,
+            auto_scope=auto_scope,
+            since=since,
+        )
+
+
+def _build(
+    start: Path | None,
+    *,
+    ledger: Path | None,
+    query: str,
+    files: Sequence[str],
+    max_chars: int | None,
+    all_records: bool,
+    auto_scope: bool | None,
+    since: str | None,
+) -> Briefing:
+    path = ledger if ledger is not None else store.find_ledger(start or Path.cwd())
+    if path is None:
+        if max_chars is not None:
+            check_max_chars(max_chars, config.defaults())
+        return Briefing("")
+    settings = config.for_ledger(path)
+    if max_chars is not None:
+        check_max_chars(max_chars, settings)
+    snapshot = store.read(path)
+    if not snapshot.records:
+        return Briefing("")
+    identity = identity_of(path)
+    notes: list[str] = []
+    if since is not None:
+        baseline = delta.resolve_baseline(snapshot, since)
+        if baseline is not None:
+            text = compose_delta(snapshot, settings, baseline, since, identity=identity, max_chars=max_chars)
+            return Briefing(text)
+        notes.append(f"baseline {since} is unknown or stale; printing a full briefing")
+    scoped = task_files(
+        path.parent.parent, settings, query=query, files=files, all_records=all_records, auto_scope=auto_scope
+    )
+    request = Request(query=query, files=tuple(scoped), all=all_records, max_chars=max_chars)
+    return Briefing(compose(snapshot, settings, request, identity=identity), notes)

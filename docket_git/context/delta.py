@@ -1,0 +1,153 @@
+"""``--since``: what changed after a baseline record.
+
+The delta is a pure function of two record lists, the baseline's and the
+current ledger's, so the baseline can come from anywhere: today from a
+prefix of the current file (``resolve_baseline``), later from the ledger at
+an older commit when a merge has renumbered the tail. ``id_map`` then maps
+baseline IDs to current ones.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .. import model
+from ..project import derive, is_available, project, view
+from . import render
+from .render import Entry, Meta
+from .select import blocking_chains, chain_text
+
+DIGEST_RE = re.compile(r"^[0-9a-fA-F]{8,64}$")
+
+
+@dataclass
+class Delta:
+    """Records added after the baseline, and records available then that no longer are."""
+
+    #: Projected current views of the added records, in file order.
+    added: list[dict]
+    #: Projected views (current ones; the baseline's if the record is gone) of records that lost availability.
+    lost: list[dict]
+    #: Blocked decision -> its ``blocked:`` chains, for the blocks.
+    chains: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def parse_since(value: str) -> tuple[str, str | None]:
+    """``ID`` or ``ID@DIGEST`` -> (ID, digest or None)."""
+    rid, sep, digest = value.strip().partition("@")
+    return rid, (digest if sep else None)
+
+
+def resolve_baseline(snapshot, value: str) -> list[dict] | None:
+    """The ledger's records up to and including the baseline, or None if unknown or stale.
+
+    With ``@DIGEST`` the digest must match the SHA-256 of the ledger bytes up
+    to and including that record's line (the header shows 12 hex; 8 to 64 are
+    accepted): an ID renumbered by a merge names different bytes and is stale.
+    """
+    rid, digest = parse_since(value)
+    if not model.is_id(rid):
+        return None
+    position = snapshot.position(rid)
+    if position is None:
+        return None
+    if digest is not None:
+        if not DIGEST_RE.match(digest):
+            return None
+        if not snapshot.prefix_digest(position).startswith(digest.lower()):
+            return None
+    return snapshot.records[: position + 1]
+
+
+def delta(baseline: list[dict], current: list[dict], id_map: dict[str, str] | None = None) -> Delta:
+    """Added and no-longer-available records between two raw record lists.
+
+    A record that was already unavailable at the baseline is not a change.
+    """
+    mapped = (lambda rid: id_map.get(rid, rid)) if id_map else (lambda rid: rid)
+    before = project(baseline)
+    derived = derive(current)
+    now = [view(r, derived) for r in current]
+    known = {mapped(v["id"]) for v in before}
+    added = [v for v in now if v["id"] not in known]
+    by_id = {v["id"]: v for v in now}
+    lost: list[dict] = []
+    for then in before:
+        if not is_available(then):
+            continue
+        later = by_id.get(mapped(then["id"]))
+        if later is None:
+            lost.append(then)
+        elif not is_available(later):
+            lost.append(later)
+    by_record = {r["id"]: r for r in current}
+    chains = {}
+    for v in (*added, *lost):
+        found = blocking_chains(v["id"], by_record, derived)
+        if found:
+            chains[v["id"]] = tuple(chain_text(c) for c in found)
+    return Delta(added, lost, chains)
+
+
+def changed_line(d: Delta) -> str:
+    """``# changed: A added, L no longer available.``"""
+    return f"# changed: {len(d.added)} added, {len(d.lost)} no longer available.\n"
+
+
+def render_delta(d: Delta, meta: Meta, since: str, *, limit: int, detail: int) -> str:
+    """The delta briefing: blocks labelled ``changed`` while they fit, then index lines at detail."""
+    since_id = parse_since(since)[0]
+    first = f"# docket: {render.clip(render.one_line(meta.identity), render.IDENTITY_CLIP)}"
+    first += f" | revision: {meta.revision} | latest: {meta.latest}@{meta.revision} | since: {since_id}\n"
+    head = first + changed_line(d)
+    if len(head) > limit:
+        short = f"# docket: {render.clip(render.one_line(meta.identity), render.SHORT_IDENTITY_CLIP)}"
+        head = short + f" | revision: {meta.revision} | since: {since_id}\n" + changed_line(d)
+        if len(head) > limit:
+            return render.last_resort(meta)
+    entries = [
+        Entry(v, "changed", chains=d.chains.get(v["id"], ()), note=f"change: added after {since_id}") for v in d.added
+    ]
+    entries += [
+        Entry(v, "changed", chains=d.chains.get(v["id"], ()), note=f"change: no longer available since {since_id}")
+        for v in d.lost
+    ]
+    n = len(entries)
+    out = [head]
+    size = len(head)
+
+    def heading(remaining: int) -> str:
+        return f"# index: {remaining} more changed records\n"
+
+    def reserve(remaining: int, *, with_heading: bool) -> int:
+        # Room what follows needs at least: the index heading and the count of what stays unnamed.
+        if remaining <= 0:
+            return 0
+        extra = 1 + len(heading(remaining)) if with_heading else 0
+        return extra + len(render.index_overflow(remaining))
+
+    i = 0
+    while i < n:
+        text = render.block(entries[i])
+        if size + 1 + len(text) + reserve(n - i - 1, with_heading=True) > limit:
+            break
+        out += ["\n", text]
+        size += 1 + len(text)
+        i += 1
+    if i < n:
+        first_line = heading(n - i)
+        out += ["\n", first_line]
+        size += 1 + len(first_line)
+        while i < n:
+            line = render.index_line(entries[i].view, detail)
+            if size + len(line) + reserve(n - i - 1, with_heading=False) > limit:
+                break
+            out.append(line)
+            size += len(line)
+            i += 1
+        out.append(render.index_overflow(n - i))
+    text = "".join(out)
+    if len(text) > limit:  # only when even the heading cannot fit beside the header
+        return head
+    return text

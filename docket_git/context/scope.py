@@ -1,0 +1,135 @@
+"""File scope: matching task files against record scopes, and auto-scope from git.
+
+A record scope is a path, a directory (``dir/``), a glob, or a component
+name. Component names (no ``/`` and no glob character) never match a file;
+they only match query text. Matching is casefolded and ``\\`` reads as ``/``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+GLOB_CHARS = frozenset("*?[]")
+#: Ledger files are bookkeeping, not the work at hand: auto-scope skips them.
+LEDGER_DIR_PREFIX = ".docket/"
+
+
+def normalize(value: str) -> str:
+    """A path or scope as matching sees it: ``/`` separators, no leading ``./``, casefolded."""
+    value = value.replace("\\", "/")
+    while value.startswith("./"):
+        value = value[2:]
+    return value.casefold()
+
+
+def is_component(scope: str) -> bool:
+    """True for a component name such as ``billing``: it matches query text, never files."""
+    return "/" not in scope and not (GLOB_CHARS & set(scope))
+
+
+def strength(files: list[str], scope: str, weights: dict[str, int]) -> int:
+    """The strongest match of one normalised scope over normalised task files (0 if none)."""
+    if not files or not scope or is_component(scope):
+        return 0
+    prefix = scope.rstrip("/") + "/" if "/" in scope else None
+    best = 0
+    for path in files:
+        if path == scope:
+            return weights["scope_exact"]
+        if fnmatchcase(path, scope):
+            best = max(best, weights["scope_glob"])
+        elif prefix is not None and path.startswith(prefix):
+            best = max(best, weights["scope_prefix"])
+    return best
+
+
+def scope_points(records: Iterable[dict], files: list[str], weights: dict[str, int]) -> dict[str, int]:
+    """Record ID -> scope component for the given task files; each distinct scope is matched once."""
+    norm_files = list(dict.fromkeys(normalize(f) for f in files if f))
+    out: dict[str, int] = {}
+    if not norm_files:
+        return out
+    memo: dict[str, int] = {}
+    for record in records:
+        best = 0
+        for raw in record.get("scope") or ():
+            value = memo.get(raw)
+            if value is None:
+                value = memo[raw] = strength(norm_files, normalize(raw), weights)
+            best = max(best, value)
+        if best:
+            out[record["id"]] = best
+    return out
+
+
+def task_file(value: str, root: Path) -> str:
+    """A ``--file`` value as a root-relative path (an absolute path inside root is made relative)."""
+    text = value.strip()
+    if Path(text).is_absolute():
+        try:
+            return Path(text).resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            return text
+    return text.replace("\\", "/")
+
+
+def interleave(changed: list[str], untracked: list[str]) -> list[str]:
+    """One changed, one untracked, ... so untracked work is not starved; de-duplicated."""
+    out: dict[str, None] = {}
+    for i in range(max(len(changed), len(untracked))):
+        if i < len(changed):
+            out.setdefault(changed[i], None)
+        if i < len(untracked):
+            out.setdefault(untracked[i], None)
+    return list(out)
+
+
+def _relative(paths: list[str], prefix: str) -> list[str]:
+    """Work-tree paths as paths under the ledger's root, minus the ledger's own files."""
+    out = []
+    for path in paths:
+        if prefix:
+            if not path.startswith(prefix):
+                continue
+            path = path[len(prefix) :]
+        if path.startswith(LEDGER_DIR_PREFIX) or path.endswith("/"):
+            continue
+        out.append(path)
+    return out
+
+
+def auto_scope(root: Path, limit: int) -> list[str]:
+    """The work at hand as file scope: changed and untracked files, else the last commit's paths.
+
+    Paths are relative to root (the directory holding ``.docket/``). Outside a
+    repository, in a bare one, in one with no commits and a clean tree, or
+    when git cannot be read: [].
+    """
+    try:
+        return _from_git(root)[:limit]
+    except Exception:  # a guess at the task must never cost the agent its briefing
+        return []
+
+
+def _from_git(root: Path) -> list[str]:
+    from .. import gitio
+
+    repo = gitio.open_repo(root)
+    if repo is None:
+        return []
+    work = gitio.work_tree(repo)
+    if work is None:
+        return []
+    try:
+        rel = root.resolve().relative_to(work).as_posix()
+    except ValueError:
+        return []
+    prefix = "" if rel == "." else posixpath.normpath(rel) + "/"
+    changed, untracked = gitio.status_paths(repo)
+    paths = interleave(_relative(changed, prefix), _relative(untracked, prefix))
+    if not paths:
+        paths = _relative(gitio.last_commit_paths(repo), prefix)
+    return paths

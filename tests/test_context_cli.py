@@ -1,0 +1,333 @@
+"""docket context through the real console script, in real git repositories."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import Repo, rec
+from .ctx import blocks
+
+
+def write(repo: Repo, path: str, text: str = "x\n") -> None:
+    target = repo.path / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text)
+
+
+def commit(repo: Repo, message: str = "work") -> None:
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "-m", message)
+
+
+def scoped_ledger(repo: Repo) -> None:
+    # `docket init` leaves .gitattributes untracked; keep it out of these scopes.
+    with (repo.path / ".git" / "info" / "exclude").open("a") as handle:
+        handle.write(".gitattributes\n")
+    repo.write_ledger(
+        [
+            rec("c1", "the a module parses input", scope=["src/a.py"]),
+            rec("c2", "the b module writes output", scope=["src/b.py"]),
+            rec("c3", "docs are generated", scope=["docs/"]),
+        ]
+    )
+
+
+def files_line(text: str) -> str | None:
+    return next((line for line in text.splitlines() if line.startswith("# files: ")), None)
+
+
+# -- empty and missing ledgers, usage errors ----------------------------------------------------
+
+
+def test_no_ledger_and_empty_ledger_print_nothing(bare_repo: Repo, repo: Repo) -> None:
+    for r in (bare_repo, repo):
+        for args in (["context"], ["context", "--for", "gemini"], ["context", "--since", "c1"]):
+            result = r.docket(*args)
+            assert (result.code, result.out, result.err) == (0, "", "")
+
+
+def test_max_chars_below_the_minimum_is_a_usage_error(repo: Repo) -> None:
+    repo.ok("claim", "one", "--scope", "x")
+    for value in ("511", "0", "-1"):
+        result = repo.docket("context", "--max-chars", value)
+        assert (result.code, result.out) == (2, "")
+        assert result.err == "docket: --max-chars must be at least 512\n"
+    assert repo.docket("context", "--max-chars", "900.5").code == 2
+    assert repo.docket("context", "--max-chars", "lots").code == 2
+
+
+def test_unknown_harness_and_unknown_option(repo: Repo) -> None:
+    repo.ok("claim", "one", "--scope", "x")
+    result = repo.docket("context", "--for", "vim")
+    assert result.code == 2 and "--for must be one of claude, codex, gemini, copilot, cursor" in result.err
+    assert repo.docket("context", "--bogus").code == 2
+    assert "--max-chars" in repo.ok("context", "--help").out
+
+
+def test_output_is_deterministic_and_the_revision_moves(repo: Repo) -> None:
+    repo.ok("claim", "one", "--scope", "x")
+    repo.ok("claim", "two", "--scope", "y")
+    first = repo.ok("context").out
+    assert first == repo.ok("context").out
+    assert first.startswith("# docket: repo | revision: ")
+    repo.ok("claim", "three", "--scope", "z")
+    again = repo.ok("context").out
+    assert again.splitlines()[0] != first.splitlines()[0]
+
+
+def test_the_typer_command_and_the_fast_path_agree(repo: Repo) -> None:
+    scoped_ledger(repo)
+    write(repo, "src/a.py")
+    args = ["context", "--max-chars", "700", "--query", "module"]
+    via_typer = subprocess.run(
+        [sys.executable, "-c", f"from docket_git.cli import run; run({args!r})"],
+        cwd=repo.path,
+        env=repo.env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert via_typer.stdout == repo.ok(*args).out
+    assert (
+        repo.ok("context").out
+        == subprocess.run(
+            ["git", "docket", "context"], cwd=repo.path, env=repo.env, capture_output=True, text=True, check=True
+        ).stdout
+    )
+
+
+# -- auto-scope ---------------------------------------------------------------------------------
+
+
+def test_untracked_file_is_scoped(repo: Repo) -> None:
+    scoped_ledger(repo)
+    write(repo, "src/a.py")
+    text = repo.ok("context").out
+    assert files_line(text) == "# files: src/a.py"
+    assert blocks(text)[0] == "c1"
+    assert "### c1 | claim | unassessed [selected]" in text
+    off = repo.ok("context", "--no-auto-scope").out
+    assert files_line(off) is None
+    assert "# selection: scored by recency and relations; no task scope given" in off
+
+
+def test_clean_tree_falls_back_to_the_last_commit(repo: Repo) -> None:
+    scoped_ledger(repo)
+    write(repo, "src/a.py")
+    commit(repo, "a")
+    write(repo, "src/b.py")
+    commit(repo, "b")
+    text = repo.ok("context").out
+    assert files_line(text) == "# files: src/b.py"  # the ledger's own files are never task scope
+    assert blocks(text)[0] == "c2"
+
+
+def test_repository_with_no_commits_stays_unscoped(repo: Repo) -> None:
+    scoped_ledger(repo)
+    text = repo.ok("context").out
+    assert files_line(text) is None
+    assert "# selection: scored by recency and relations; no task scope given" in text
+
+
+def test_changed_and_untracked_files_interleave(repo: Repo) -> None:
+    scoped_ledger(repo)
+    write(repo, "src/a.py")
+    write(repo, "src/b.py")
+    commit(repo)
+    write(repo, "src/a.py", "changed\n")
+    write(repo, "src/b.py", "changed\n")
+    write(repo, "notes/one.md")
+    write(repo, "notes/two.md")
+    assert files_line(repo.ok("context").out) == "# files: src/a.py, notes/one.md, src/b.py, notes/two.md"
+    (repo.path / ".docket" / "config.toml").write_text("[auto_scope]\nlimit = 2\n")
+    assert files_line(repo.ok("context").out) == "# files: src/a.py, notes/one.md"
+
+
+def test_auto_scope_is_off_beside_a_query_unless_forced(repo: Repo) -> None:
+    scoped_ledger(repo)
+    write(repo, "src/a.py")
+    assert files_line(repo.ok("context", "--query", "docs").out) is None
+    forced = repo.ok("context", "--query", "docs", "--auto-scope").out
+    assert files_line(forced) == "# files: src/a.py"
+    assert files_line(repo.ok("context", "--file", "src/b.py", "--auto-scope").out) == "# files: src/b.py, src/a.py"
+    assert files_line(repo.ok("context", "--all").out) is None
+
+
+def test_from_a_subdirectory(repo: Repo) -> None:
+    scoped_ledger(repo)
+    write(repo, "src/a.py")
+    sub = repo.path / "src"
+    text = repo.docket("context", cwd=sub).out
+    assert files_line(text) == "# files: src/a.py"
+    assert files_line(repo.docket("context", "--file", str(sub / "b.py"), cwd=sub).out) == "# files: src/b.py"
+
+
+# -- config ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ("[weights]\nfoo = 1\n", "docket: unknown setting weights.foo\n"),
+        ('[budget]\ntarget = "8000"\n', "docket: budget.target must be an integer\n"),
+        ("[colour]\nx = 1\n", "docket: unknown settings section [colour]\n"),
+        ("weights = 3\n", "docket: [weights] must be a table\n"),
+        ("[index]\ndetail_min = 200\n", "docket: index.detail_min must not exceed index.detail_max\n"),
+    ],
+)
+def test_config_errors_exit_1(repo: Repo, toml: str, message: str) -> None:
+    repo.ok("claim", "one", "--scope", "x")
+    (repo.path / ".docket" / "config.toml").write_text(toml)
+    result = repo.docket("context")
+    assert (result.code, result.out, result.err) == (1, "", message)
+
+
+def test_unreadable_config(repo: Repo) -> None:
+    repo.ok("claim", "one", "--scope", "x")
+    (repo.path / ".docket" / "config.toml").write_text("[weights\n")
+    result = repo.docket("context")
+    assert result.code == 1 and result.err.startswith("docket: cannot read ")
+
+
+def test_settings_fingerprint_in_the_header(repo: Repo) -> None:
+    repo.ok("claim", "one", "--scope", "x")
+    config = repo.path / ".docket" / "config.toml"
+    config.write_text("[budget]\ntarget = 8000\n[weights]\ntext = 750\n")
+    assert "| settings:" not in repo.ok("context").out.splitlines()[0]
+    config.write_text("[weights]\ntext = 400\n")
+    first = repo.ok("context").out.splitlines()[0]
+    fingerprint = first.split("| settings: ")[1]
+    assert len(fingerprint) == 8 and int(fingerprint, 16) >= 0
+
+
+# -- --since ----------------------------------------------------------------------------------------------
+
+
+def test_since_latest_and_since_an_earlier_pair(repo: Repo) -> None:
+    repo.ok("claim", "keys expire daily", "--state", "accepted", "--scope", "x")
+    header = repo.ok("context").out.splitlines()[0]
+    pair = header.split("latest: ")[1]
+    assert pair.startswith("c1@") and len(pair) == 3 + 12
+    assert repo.ok("context", "--since", "c1").out.splitlines()[1] == "# changed: 0 added, 0 no longer available."
+    assert repo.ok("context", "--since", pair).out.splitlines()[1] == "# changed: 0 added, 0 no longer available."
+    repo.ok("claim", "keys expire weekly", "--state", "accepted", "--supersedes", "c1", "--scope", "x")
+    result = repo.ok("context", "--since", pair)
+    assert result.err == ""
+    lines = result.out.splitlines()
+    assert lines[0].endswith(" | since: c1")
+    assert lines[1] == "# changed: 1 added, 1 no longer available."
+    assert blocks(result.out) == ["c2", "c1"]
+
+
+def test_unknown_or_stale_baseline_prints_a_full_briefing(repo: Repo) -> None:
+    repo.ok("claim", "one", "--scope", "x")
+    full = repo.ok("context").out
+    for baseline in ("c9", "c1@000000000000"):
+        result = repo.ok("context", "--since", baseline)
+        assert result.err == f"docket: baseline {baseline} is unknown or stale; printing a full briefing\n"
+        assert result.out == full
+
+
+def test_stale_after_the_history_changed(repo: Repo) -> None:
+    repo.ok("claim", "one", "--scope", "x")
+    pair = repo.ok("context").out.splitlines()[0].split("latest: ")[1]
+    # Rewrite history under the same ID (as a renumbering merge would): the digest no longer matches.
+    repo.write_ledger([rec("c1", "something else entirely", scope=["x"])])
+    assert "unknown or stale" in repo.ok("context", "--since", pair).err
+
+
+# -- --for --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("harness", "path"),
+    [
+        ("claude", ("hookSpecificOutput", "additionalContext")),
+        ("codex", ("hookSpecificOutput", "additionalContext")),
+        ("gemini", ("hookSpecificOutput", "additionalContext")),
+        ("copilot", ("additionalContext",)),
+        ("cursor", ("additional_context",)),
+    ],
+)
+def test_for_envelopes_parse_as_json(repo: Repo, harness: str, path: tuple[str, ...]) -> None:
+    repo.ok("claim", "une clé — ünïcode", "--scope", "x")
+    plain = repo.ok("context").out
+    payload = repo.ok("context", "--for", harness).json()
+    value: object = payload
+    for key in path:
+        value = value[key]  # type: ignore[index]
+    assert value == plain
+    if path[0] == "hookSpecificOutput":
+        assert payload["hookSpecificOutput"]["hookEventName"] == "SessionStart"  # type: ignore[index]
+    assert repo.ok("context", "--for", harness).out.endswith("}\n")
+
+
+def test_for_wraps_the_delta_too(repo: Repo) -> None:
+    repo.ok("claim", "one", "--scope", "x")
+    payload = repo.ok("context", "--since", "c1", "--for", "cursor").json()
+    assert "# changed: 0 added" in payload["additional_context"]  # type: ignore[index]
+
+
+def test_output_fits_every_ceiling(repo: Repo) -> None:
+    for i in range(40):
+        repo.ok("claim", f"claim number {i} " * 6, "--scope", f"src/m{i % 7}.py")
+    for ceiling in (512, 700, 1500, 5000):
+        out = repo.ok("context", "--max-chars", str(ceiling)).out
+        assert len(out) <= ceiling and out.endswith("\n")
+
+
+def test_broken_pipe_is_quiet(repo: Repo) -> None:
+    for i in range(30):
+        repo.ok("claim", f"claim {i}", "--scope", "x")
+    proc = subprocess.run(
+        f"{Path(sys.executable).parent / 'docket'} context --all | head -1",
+        shell=True,
+        cwd=repo.path,
+        env=repo.env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.stdout.startswith("# docket: ") and "Traceback" not in proc.stderr
+
+
+def test_ledger_below_the_work_tree_root(bare_repo: Repo) -> None:
+    project_dir = bare_repo.path / "service"
+    project_dir.mkdir()
+    (project_dir / ".docket").mkdir()
+    (project_dir / ".docket" / "ledger.jsonl").write_text(
+        json.dumps(rec("c1", "the api module", scope=["api.py"])) + "\n"
+    )
+    (project_dir / "api.py").write_text("x\n")
+    (bare_repo.path / "top.py").write_text("x\n")
+    text = bare_repo.docket("context", cwd=project_dir).out
+    assert files_line(text) == "# files: api.py"  # relative to the ledger's directory; top.py is outside it
+
+
+def test_unreadable_git_state_falls_back_to_unscoped(repo: Repo) -> None:
+    scoped_ledger(repo)
+    write(repo, "src/a.py")
+    (repo.path / ".git" / "index").write_bytes(b"not an index")
+    result = repo.ok("context")
+    assert files_line(result.out) is None
+    assert "no task scope given" in result.out
+
+
+def test_plain_invocations_skip_typer(repo: Repo) -> None:
+    repo.ok("claim", "one", "--scope", "x")
+    probe = (
+        "import sys, os\n"
+        "from docket_git import entry\n"
+        "os._exit = lambda code: (print(sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'click'))), "
+        "sys.exit(code))\n"
+        "entry.main(['context', '--max-chars', '900'])\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=repo.path, env=repo.env, capture_output=True, text=True, check=True
+    )
+    assert proc.stdout.rstrip().endswith("[]")
+    assert proc.stdout.startswith("# docket: repo | revision: ")

@@ -1,0 +1,135 @@
+"""Integer scoring, with the reference's worked numbers."""
+
+from __future__ import annotations
+
+from docket_git.context import scope
+from docket_git.context.config import defaults
+from docket_git.context.score import Score, in_degrees, score_records, text_points
+from docket_git.project import project
+
+from .conftest import rec
+from .ctx import brief, module_ledger, tuned
+
+W = defaults()["weights"]
+
+
+def scores(records: list[dict], **task) -> dict[str, Score]:
+    views = project(records)
+    return score_records(views, [v["id"] for v in views if not v["retired_by"]], task.pop("weights", W), **task)
+
+
+def test_worked_check_file_scope() -> None:
+    s = scores(module_ledger(5), files=["lib/mod3/cache.py"])
+    assert [s[r].recency for r in ("c1", "q2", "d3", "c4", "q5")] == [0, 50, 100, 150, 200]
+    assert (s["d3"].total, s["d3"].scope, s["d3"].recency) == (800, 700, 100)
+    assert s["d3"].parts() == "scope=700, recency=100"
+    assert s["d3"].hit and not s["c4"].hit
+
+
+def test_worked_check_query_with_the_0_9_text_weight() -> None:
+    weights = tuned(weights={"text": 400})["weights"]
+    s = scores(module_ledger(5), query="module 3", weights=weights)
+    # "module" is in all 5 records: 1000 * 1 // 6 = 166; "3" only in d3: 833; d3 also holds the phrase.
+    assert (s["d3"].text, s["d3"].total) == (400, 500)
+    assert [s[r].text for r in ("c1", "q2", "c4", "q5")] == [66, 66, 66, 66]
+    assert all(x.hit for x in s.values())
+
+
+def test_term_weights_follow_rarity() -> None:
+    hay = {"c1": "alpha beta", "c2": "alpha gamma", "c3": "alpha", "c4": "delta"}
+    # N = 4: alpha df 3 -> 1000 * 2 // 5 = 400; gamma df 1 -> 800; phrase "alpha gamma" only in c2.
+    assert text_points(hay, "alpha gamma") == {"c1": 400, "c2": 400 + 800 + 1000, "c3": 400}
+    assert text_points(hay, "zzz") == {}
+    assert text_points(hay, "") == {}
+
+
+def test_one_word_query_phrase_bonus_reaches_the_full_weight() -> None:
+    hay = {"c1": "alpha", "c2": "alpha", "c3": "beta"}
+    assert text_points(hay, "alpha") == {"c1": 1500, "c2": 1500}  # 1000 * (4 - 2) // 4 + the phrase
+    assert text_points(hay, "ALPHA  alpha") == {"c1": 500, "c2": 500}  # one term; "alpha alpha" is no phrase here
+
+
+def test_text_is_capped_at_the_weight() -> None:
+    s = scores([rec("c1", "zeta eta theta"), rec("c2", "other")], query="zeta eta theta")
+    assert s["c1"].text == W["text"]
+
+
+def test_substring_matching_is_literal() -> None:
+    s = scores([rec("c1", "plain"), rec("d3", "plain")], query="3")
+    assert s["d3"].text > 0 and s["c1"].text == 0  # "3" is in the ID d3
+
+
+def test_scope_strengths() -> None:
+    files = ["src/pay/api.py"]
+    assert scope.strength(files, "src/pay/api.py", W) == 1000
+    assert scope.strength(files, "src/pay/*.py", W) == 700
+    assert scope.strength(files, "src/**", W) == 700
+    assert scope.strength(files, "src/pay/", W) == 500
+    assert scope.strength(files, "src/pay", W) == 500
+    assert scope.strength(files, "src/payments/", W) == 0
+    assert scope.strength(files, "pay", W) == 0  # a component name never matches a file
+    assert scope.strength(["./SRC\\Pay\\API.py"], "src/pay/api.py", W) == 0  # callers normalise
+    norm = [scope.normalize(f) for f in ["./SRC\\Pay\\API.py"]]
+    assert scope.strength(norm, scope.normalize("src/pay/api.py"), W) == 1000
+
+
+def test_component_scope_matches_query_not_files() -> None:
+    records = [rec("c1", "Invoices round half up", scope=["billing"])]
+    assert scores(records, files=["billing"])["c1"].scope == 0
+    assert scores(records, query="billing")["c1"].text > 0
+
+
+def test_exact_scope_outranks_query_outranks_glob() -> None:
+    records = [
+        rec("c1", "glob scoped", scope=["src/**"]),
+        rec("c2", "matches the word kiwi"),
+        rec("c3", "exact scoped", scope=["src/a.py"]),
+        rec("c4", "unrelated"),
+    ]
+    s = scores(records, files=["src/a.py"], query="kiwi")
+    assert s["c3"].scope == 1000 and s["c2"].text == 750 and s["c1"].scope == 700
+    assert s["c3"].total > s["c2"].total > s["c1"].total
+
+
+def test_exact_scope_record_is_listed_first_and_ties_break_newer_first() -> None:
+    records = [
+        rec("c1", "storage in general", scope=["storage/**"]),
+        rec("c2", "the database file", scope=["storage/db.py"]),
+        rec("c3", "unrelated one"),
+        rec("c4", "unrelated two"),
+    ]
+    text = brief(records, files=["storage/db.py"], max_chars=4000)
+    assert text.index("### c2 ") < text.index("### c1 ")
+    # Same score (no task): newer first.
+    text = brief([rec("c1", "same"), rec("c2", "same")], max_chars=4000, all=True)
+    assert text.index("### c2 ") < text.index("### c1 ")
+
+
+def test_degree_counts_inbound_references_capped() -> None:
+    records = [
+        rec("c1", "ground", state="accepted"),
+        rec("q2", "question"),
+        rec("c3", "answer", state="accepted", supports=[["c1"]], answers=["q2"]),
+        rec("d4", "decision", depends_on=["c1", "c3"], supports=[["c1"], ["c3"]]),
+    ]
+    views = project(records)
+    degrees = in_degrees(views)
+    # c1: supports (c3, d4) + depends_on (d4) = 3; c3: resolved_by of q2 + depends_on + supports = 3; q2: answers = 1
+    assert degrees == {"c1": 3, "c3": 3, "q2": 1}
+    s = scores(records)
+    assert s["c1"].degree == 150
+    capped = scores(records, weights=tuned(weights={"degree_cap": 2})["weights"])
+    assert capped["c1"].degree == 100
+
+
+def test_pin_and_recency_over_the_whole_history() -> None:
+    records = [rec("c1", "old", pinned=True), rec("c2", "mid"), rec("c3", "new", supersedes=["c2"])]
+    s = scores(records)
+    assert set(s) == {"c1", "c3"}  # only current records are scored
+    assert (s["c1"].pinned, s["c1"].recency, s["c1"].total) == (400, 0, 400)
+    assert s["c3"].recency == 200  # position 2 of 3: 200 * 2 // 2
+
+
+def test_parts_omit_zero_components() -> None:
+    assert Score(0).parts() == ""
+    assert Score(450, text=50, pinned=400).parts() == "text=50, pinned=400"
