@@ -198,3 +198,51 @@ def last_commit_paths(repo) -> list[str]:
         for path in paths:
             seen.setdefault(path, None)
     return list(seen)
+
+
+def _git_dirs(start: Path) -> tuple[Path, Path] | None:
+    """(git dir, common dir) of the repository containing start, read from files."""
+    for directory in (start.resolve(), *start.resolve().parents):
+        dot = directory / ".git"
+        if dot.is_dir():
+            return dot, dot
+        if dot.is_file():
+            text = dot.read_text(errors="replace").strip()
+            if not text.startswith("gitdir:"):
+                return None
+            gitdir = (directory / text[len("gitdir:") :].strip()).resolve()
+            common = gitdir
+            commondir = gitdir / "commondir"
+            if commondir.is_file():
+                common = (gitdir / commondir.read_text().strip()).resolve()
+            return gitdir, common
+    return None
+
+
+def head_commit(start: Path) -> str | None:
+    """The commit HEAD names, or None (no repository, no commits).
+
+    Read from the ref files directly: a session hook needs only this, and
+    importing pygit2 would cost it a tenth of a second.
+    """
+    try:
+        dirs = _git_dirs(start)
+        if dirs is None:
+            return None
+        gitdir, common = dirs
+        head = (gitdir / "HEAD").read_text().strip()
+        if not head.startswith("ref:"):
+            return head or None
+        ref = head[4:].strip()
+        for base in (gitdir, common):
+            path = base / ref
+            if path.is_file():
+                return path.read_text().strip() or None
+        packed = common / "packed-refs"
+        if packed.is_file():
+            for line in packed.read_text().splitlines():
+                if line.endswith(" " + ref):
+                    return line.split(" ", 1)[0]
+        return None
+    except OSError:
+        return None

@@ -153,9 +153,35 @@ def pre_tool_use(payload: dict, agent: str) -> None:
 # -- session-start -------------------------------------------------------------------
 
 
+#: The most context each agent takes from a hook (Claude Code: 10,000 characters).
+CONTEXT_LIMITS = {"claude": 10_000, "codex": 10_000, "gemini": 10_000, "copilot": 10_000, "cursor": 10_000}
+
+
 def session_start(payload: dict, agent: str) -> None:
-    """Print the briefing (or the delta on resume) in the agent's envelope."""
-    print("docket: hook session-start is not implemented yet", file=sys.stderr)
+    """Print the briefing (or, on resume, what changed) in the agent's envelope; remember the baseline."""
+    from .context import build_briefing
+    from .context.envelope import wrap
+
+    source = str(payload.get("source") or payload.get("trigger") or "startup")
+    cwd = Path(str(payload.get("cwd") or os.getcwd()))
+    if not cwd.is_dir():
+        return
+    session = str(payload.get("session_id") or "")
+    state = hookstate.load(session)
+    # startup, clear and compact leave the agent with no record in context: brief in full.
+    since = state.get("baseline") if source == "resume" else None
+    briefing = build_briefing(cwd, max_chars=CONTEXT_LIMITS[agent], since=since or None)
+    for note in briefing.notes:
+        print(f"docket: {note}", file=sys.stderr)
+    if not briefing.text:
+        return
+    sys.stdout.write(wrap(briefing.text, agent))
+    if briefing.baseline:
+        from .gitio import head_commit
+
+        state["baseline"] = briefing.baseline
+        state["commit"] = head_commit(cwd) or ""
+        hookstate.save(session, state)
 
 
 # -- dispatch -----------------------------------------------------------------------------

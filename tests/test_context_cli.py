@@ -331,3 +331,15 @@ def test_plain_invocations_skip_typer(repo: Repo) -> None:
     )
     assert proc.stdout.rstrip().endswith("[]")
     assert proc.stdout.startswith("# docket: repo | revision: ")
+
+
+def test_missing_driver_notice_tops_the_briefing(repo: Repo) -> None:
+    scoped_ledger(repo)
+    assert "merge driver not set up" not in repo.ok("context").out
+    repo.git("config", "--unset", "merge.docket.driver")
+    text = repo.ok("context").out
+    assert text.startswith("# merge driver not set up in this clone; run docket init\n# docket: ")
+    capped = repo.ok("context", "--max-chars", "600").out
+    assert len(capped) <= 600 and capped.startswith("# merge driver not set up")
+    tight = repo.docket("context", "--max-chars", "512")
+    assert len(tight.out) <= 512 and "merge driver not set up" in tight.err

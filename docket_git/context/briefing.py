@@ -23,6 +23,8 @@ class Briefing:
 
     text: str
     notes: list[str] = field(default_factory=list)
+    #: ``ID@DIGEST`` of the ledger's latest record: the baseline a later ``--since`` starts from.
+    baseline: str = ""
 
 
 def meta_for(snapshot: store.Snapshot, identity: str, settings: config.Settings) -> Meta:
@@ -140,14 +142,31 @@ def _build(
         return Briefing("")
     identity = identity_of(path)
     notes: list[str] = []
+    latest = f"{snapshot.records[-1]['id']}@{canonical.short(snapshot.revision())}"
     if since is not None:
         baseline = delta.resolve_baseline(snapshot, since)
         if baseline is not None:
             text = compose_delta(snapshot, settings, baseline, since, identity=identity, max_chars=max_chars)
-            return Briefing(text)
+            return Briefing(text, baseline=latest)
         notes.append(f"baseline {since} is unknown or stale; printing a full briefing")
     scoped = task_files(
         path.parent.parent, settings, query=query, files=files, all_records=all_records, auto_scope=auto_scope
     )
-    request = Request(query=query, files=tuple(scoped), all=all_records, max_chars=max_chars)
-    return Briefing(compose(snapshot, settings, request, identity=identity), notes)
+    notice = _driver_notice(path.parent.parent)
+    if notice and max_chars is not None and max_chars - len(notice) < settings["budget"]["minimum"]:
+        notes.append(notice.lstrip("# ").rstrip())  # no room under this ceiling: say it on stderr
+        notice = ""
+    budget = max_chars - len(notice) if max_chars is not None else None
+    request = Request(query=query, files=tuple(scoped), all=all_records, max_chars=budget)
+    return Briefing(notice + compose(snapshot, settings, request, identity=identity), notes, latest)
+
+
+def _driver_notice(root: Path) -> str:
+    """``# merge driver not set up ...`` when .gitattributes asks for the driver and this clone lacks it."""
+    from ..install import driver_notice
+
+    try:
+        notice = driver_notice(root)
+    except Exception:
+        return ""
+    return f"{notice}\n" if notice else ""

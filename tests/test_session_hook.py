@@ -1,0 +1,93 @@
+"""`docket hook session-start`: full briefings on startup/clear/compact, deltas on resume."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .conftest import Repo
+
+
+def start(repo: Repo, source: str, session: str = "s-1", *extra: str) -> tuple[int, str, str]:
+    payload = {"session_id": session, "cwd": str(repo.path), "source": source, "transcript_path": "/tmp/t.jsonl"}
+    result = repo.docket("hook", "session-start", *extra, input=json.dumps(payload))
+    return result.code, result.out, result.err
+
+
+def context_of(out: str) -> str:
+    data = json.loads(out)
+    assert data["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    return data["hookSpecificOutput"]["additionalContext"]
+
+
+def seed(repo: Repo, n: int = 3) -> None:
+    for i in range(1, n + 1):
+        repo.ok("claim", f"Premise number {i} holds", "--scope", f"src/m{i}.py")
+
+
+def test_startup_prints_the_briefing_and_remembers_the_baseline(repo: Repo) -> None:
+    seed(repo)
+    code, out, _ = start(repo, "startup")
+    assert code == 0
+    text = context_of(out)
+    assert text.startswith("# docket: ")
+    assert "### c1 " in text or "c1 claim" in text
+    assert len(text) <= 10_000
+    assert text == repo.ok("context", "--max-chars", "10000").out
+    states = list(Path(repo.env["XDG_STATE_HOME"]).glob("docket-git/sessions/*.json"))
+    assert len(states) == 1
+    remembered = json.loads(states[0].read_text())
+    assert remembered["baseline"].startswith("c3@")
+    latest = next(line for line in text.splitlines() if "| latest: " in line)
+    assert remembered["baseline"] in latest
+
+
+def test_resume_prints_only_what_changed(repo: Repo) -> None:
+    seed(repo)
+    start(repo, "startup")
+    repo.ok("claim", "A new premise appeared", "--scope", "src/new.py")
+    repo.ok("question", "And a new question?")
+    code, out, err = start(repo, "resume")
+    assert code == 0, err
+    text = context_of(out)
+    assert "# changed: 2 added, 0 no longer available." in text
+    assert "A new premise appeared" in text and "And a new question?" in text
+    assert "Premise number 1 holds" not in text
+    # the resume moved the baseline: nothing new now
+    assert "# changed: 0 added, 0 no longer available." in context_of(start(repo, "resume")[1])
+
+
+def test_unseen_session_resume_and_compact_get_the_full_briefing(repo: Repo) -> None:
+    seed(repo)
+    full = context_of(start(repo, "resume", "never-seen")[1])
+    assert "# changed:" not in full and "Premise number 1 holds" in full
+    start(repo, "startup", "s-2")
+    repo.ok("claim", "Later premise")
+    for source in ("compact", "clear"):
+        text = context_of(start(repo, source, "s-2")[1])
+        assert "# changed:" not in text
+        assert "Premise number 1 holds" in text and "Later premise" in text
+
+
+def test_envelopes_for_other_agents(repo: Repo) -> None:
+    seed(repo)
+    assert "additional_context" in json.loads(start(repo, "startup", "c", "--for", "cursor")[1])
+    assert "additionalContext" in json.loads(start(repo, "startup", "p", "--for", "copilot")[1])
+    gemini = json.loads(start(repo, "startup", "g", "--for", "gemini")[1])
+    assert gemini["hookSpecificOutput"]["additionalContext"].startswith("# docket: ")
+
+
+def test_empty_ledger_and_malformed_input_print_nothing(repo: Repo, bare_repo: Repo) -> None:
+    assert start(repo, "startup") == (0, "", "")
+    assert start(bare_repo, "startup") == (0, "", "")
+    for junk in ("", "not json", "[]", '{"cwd": 5}'):
+        result = repo.docket("hook", "session-start", input=junk)
+        assert (result.code, result.out) == (0, ""), junk
+
+
+def test_an_internal_error_never_fails_the_session(repo: Repo) -> None:
+    seed(repo)
+    repo.ledger.write_text(repo.ledger.read_text() + "{broken\n")
+    code, out, err = start(repo, "startup")
+    assert (code, out) == (0, "")
+    assert err.startswith("docket: ") and err.count("\n") == 1
