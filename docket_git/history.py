@@ -285,15 +285,19 @@ class History:
     def aliases(self, until: str | None = None) -> list[Alias]:
         """Every record the merges within the search limit took in, newest merge first.
 
-        With ``until``, only the merges newer than that commit (in the walk's
-        topological order: every merge that can descend from it).
+        With ``until``, only the merges that took in a parent descending from
+        that commit (the only ones that can have renumbered its records).
         """
         out: list[Alias] = []
         for commit in self.touching():
             if commit == until:
                 break
-            if len(self.graph.parents(commit)) >= 2:
-                out += self.renumbering(commit)
+            parents = self.graph.parents(commit)
+            if len(parents) < 2:
+                continue
+            if until is not None and not any(self.graph.is_ancestor(until, p) for p in parents[1:]):
+                continue
+            out += self.renumbering(commit)
         return out
 
     def chain(self, alias: Alias, aliases: list[Alias] | None = None) -> list[Alias]:

@@ -92,6 +92,8 @@ def show(
     if at is not None:
         prefix = project.at(records, at)
         if prefix is None:
+            if model.is_id(at):
+                fail(f"unknown record {at}")
             prefix, _ = history_cli.records_at(at)
         records = prefix
     views = project.project(records)
