@@ -127,6 +127,7 @@ class History:
         self._data: dict[str, bytes] = {}
         self._ledgers: dict[str, RawLedger] = {}
         self._touching: list[str] | None = None
+        self._walked: list[str] = []
         self._cache_file = _cache_path(f"{graph.key()}\0{relpath}")
         self._cache = self._load()
         self._dirty = False
@@ -143,7 +144,8 @@ class History:
         return {"version": CACHE_VERSION, "counts": {}, "merges": {}}
 
     def save(self) -> None:
-        """Write what this command learned to the user cache (never fails a command)."""
+        """Write what this command learned to the user cache (never fails a command); stop git readers."""
+        self.graph.close()
         if not self._dirty:
             return
         try:
@@ -208,7 +210,9 @@ class History:
         if self._touching is not None:
             return self._touching
         out: list[str] = []
+        self._walked = []
         for walked, commit in enumerate(self.graph.walk(self.head), start=1):
+            self._walked.append(commit)
             blob = self.blob_at(commit)
             parents = [self.blob_at(p) for p in self.graph.parents(commit)]
             if (not parents and blob is not None) or (parents and any(p != blob for p in parents)):
@@ -289,15 +293,25 @@ class History:
         that commit (the only ones that can have renumbered its records).
         """
         out: list[Alias] = []
+        later = self.descendants(until) if until is not None else set()
         for commit in self.touching():
             if commit == until:
                 break
             parents = self.graph.parents(commit)
             if len(parents) < 2:
                 continue
-            if until is not None and not any(self.graph.is_ancestor(until, p) for p in parents[1:]):
+            if until is not None and not any(p in later for p in parents[1:]):
                 continue
             out += self.renumbering(commit)
+        return out
+
+    def descendants(self, commit: str) -> set[str]:
+        """The walked commits that have commit as an ancestor (commit included): one pass, oldest first."""
+        self.touching()
+        out = {commit}
+        for current in reversed(self._walked):
+            if current not in out and any(p in out for p in self.graph.parents(current)):
+                out.add(current)
         return out
 
     def chain(self, alias: Alias, aliases: list[Alias] | None = None) -> list[Alias]:
@@ -483,10 +497,11 @@ def baseline_from_rev(repo_root: Path, rev: str, ledger_relpath: str = LEDGER_RE
     history = _open(repo_root, ledger_relpath, None)
     if history is None:
         return None
-    commit = history.graph.resolve(rev)
-    if commit is None:
-        return None
-    return history.records_at(commit), commit
+    try:
+        commit = history.graph.resolve(rev)
+        return None if commit is None else (history.records_at(commit), commit)
+    finally:
+        history.save()
 
 
 def match_into(baseline_records: Sequence[dict], current_records: Sequence[dict]) -> dict[str, str]:
@@ -560,7 +575,8 @@ def resolve(
         aliases = history.aliases(until=commit)
         baseline = _bulk(history.ledger(blob).lines[: index + 1])
         current = match_into(baseline, current_records).get(record_id)
-        first = [a for a in aliases if a.old == record_id and history.graph.is_ancestor(commit, a.source)]
+        later = history.descendants(commit)
+        first = [a for a in aliases if a.old == record_id and a.source in later]
         first.sort(key=lambda a: history.graph.time(a.merge))
         merges = [a.merge for a in history.chain(first[0], aliases) if a.renumbered] if first else []
         branch = first[0].branch if first else str(baseline[-1].get("branch") or "")

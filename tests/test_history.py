@@ -303,3 +303,18 @@ def test_parse_ref():
     assert history.parse_ref("d3@7F3A9C21E0B4") == ("d3", "7f3a9c21e0b4")
     with pytest.raises(ValueError):
         history.parse_ref("x12")
+
+
+def test_blob_reader_matches_pygit2(merged):
+    from docket_git import gitio
+
+    repo = merged["repo"]
+    graph = gitio.open_graph(repo.path)
+    blob = graph.file_blob(merged["topic_tip"], LEDGER)
+    try:
+        assert graph.blob(blob) == merged["topic_data"]  # through git cat-file --batch
+        assert graph.blob(blob) == graph.repo[blob].data
+    finally:
+        graph.close()
+    graph._no_batch = True  # without git: pygit2
+    assert graph.blob(blob) == merged["topic_data"]

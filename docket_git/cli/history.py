@@ -120,6 +120,8 @@ def records_at(rev: str) -> tuple[list[dict], str]:
         return hist.records_at(commit), commit
     except ValueError as exc:
         fail(f"--at {rev}: the ledger at {commit[:12]} is unreadable: {exc}")
+    finally:
+        hist.save()
 
 
 @app.command("resolve", rich_help_panel="Read")
