@@ -367,6 +367,31 @@ class History:
             pos = data.index(b"\n", pos) + 1 if data.find(b"\n", pos) >= 0 else len(data)
         return pos
 
+    def line_end(self, blob: str, record_id: str) -> int | None:
+        """The byte offset just past record_id's line in the blob, or None when it is not there.
+
+        A byte search for the canonical ``"id":"c12"`` (verified by parsing
+        the line) spares splitting a large blob that is only being ruled out.
+        """
+        data = self.data(blob)
+        needle = f'"id":"{record_id}"'.encode()
+        pos = data.find(needle)
+        while pos >= 0:
+            start = data.rfind(b"\n", 0, pos) + 1
+            newline = data.find(b"\n", pos)
+            end = len(data) if newline < 0 else newline + 1
+            try:
+                record = json.loads(data[start:end])
+            except ValueError:
+                record = None
+            if isinstance(record, dict) and record.get("id") == record_id:
+                return end
+            pos = data.find(needle, end)
+        if b'"id": ' not in data and b'"id" :' not in data:
+            return None  # written canonically: the record is not in this version
+        index = self.index_of(blob, record_id)
+        return None if index is None else self.prefix_end(blob, index)
+
     def digest_at(self, blob: str, index: int) -> str:
         """SHA-256 of the blob's bytes up to and including record index's line."""
         return canonical.sha256(self.data(blob)[: self.prefix_end(blob, index)])
@@ -388,9 +413,11 @@ class History:
             if blob is None or blob in tried:
                 return None
             tried.add(blob)
-            index = self.index_of(blob, record_id)
-            if index is not None and self.digest_at(blob, index).startswith(digest):
-                return commit, blob, index
+            end = self.line_end(blob, record_id)
+            if end is not None and canonical.sha256(self.data(blob)[:end]).startswith(digest):
+                index = self.index_of(blob, record_id)
+                if index is not None:
+                    return commit, blob, index
             return None
 
         # Merges are recomputed newest first and only until a candidate matches.
