@@ -164,6 +164,7 @@ class Graph:
         self._files: dict[tuple[str, str], str | None] = {}
         self._proc = None  # the git cat-file --batch reader, started on the first blob
         self._no_batch = False
+        self._branches: dict[str, list[str]] | None = None
 
     @property
     def shallow(self) -> bool:
@@ -330,8 +331,11 @@ class Graph:
         return sorted(bases, key=self.time)
 
     def branches_at(self) -> dict[str, list[str]]:
-        """Local branch names by the commit at their tip."""
+        """Local branch names by the commit at their tip (read once)."""
+        if self._branches is not None:
+            return self._branches
         out: dict[str, list[str]] = {}
+        self._branches = out
         try:
             for name in self.repo.branches.local:
                 try:

@@ -31,7 +31,6 @@ merged in turn into the result so far.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -100,10 +99,19 @@ def search_limit(repo_root: Path) -> int:
 
 
 def _bulk(lines: Sequence[bytes]) -> list[dict]:
+    """Parse ledger lines at once; a historical version's unreadable lines are left out."""
     try:
         return json.loads(b"[" + b",".join(lines) + b"]")
     except ValueError:
-        return [json.loads(x) for x in lines]
+        out = []
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and model.is_id(record.get("id")):
+                out.append(record)
+        return out
 
 
 def _cache_path(key: str) -> Path:
@@ -282,8 +290,9 @@ class History:
                     out += [Alias(old, new, merge, source, branch, where.get(old, -1)) for old, new in moved.items()]
                 if nth < len(parents) - 1:
                     ours = [*ours, *tail]
-        self._cache["merges"][merge] = [list(asdict(a).values()) for a in out]
-        self._dirty = True
+        if not self.shallow:  # a shallow clone may lack a merge base: recompute once it is deepened
+            self._cache["merges"][merge] = [list(asdict(a).values()) for a in out]
+            self._dirty = True
         return out
 
     def aliases(self, until: str | None = None) -> list[Alias]:
@@ -625,13 +634,3 @@ def resolve(
         merges = [a.merge for a in history.chain(alias, aliases) if a.renumbered]
         out.append(Resolution(arg, record_id, current, alias.source, alias.branch, merges))
     return out
-
-
-@contextlib.contextmanager
-def opened(repo_root: Path, relpath: str = LEDGER_RELPATH):  # -> Iterator[History]
-    """A History for one command, its cache saved at the end."""
-    history = History(repo_root, relpath)
-    try:
-        yield history
-    finally:
-        history.save()

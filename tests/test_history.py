@@ -145,6 +145,9 @@ def test_show_at_a_commit(merged):
     assert missing.code == 1 and missing.err.strip() == "docket: no entry d5 at HEAD~1"
     bad = repo.docket("show", "c1", "--at", "nowhere")
     assert bad.code == 1 and "--at nowhere names neither a record nor a commit" in bad.err
+    repo.git("tag", "v1", merged["topic_tip"])
+    assert "Topic claim" in repo.ok("show", "c2", "--at", "v1").out
+    assert "Topic claim" in repo.ok("show", "c2", "--at", merged["topic_tip"]).out
     # --at ID still works as before.
     assert "Main claim" in repo.ok("show", "c2", "--at", "c2").out
 
@@ -318,3 +321,19 @@ def test_blob_reader_matches_pygit2(merged):
         graph.close()
     graph._no_batch = True  # without git: pygit2
     assert graph.blob(blob) == merged["topic_data"]
+
+
+def test_branch_unknown_names_the_commit(repo: Repo):
+    repo.ok("claim", "Shared")
+    commit(repo, "shared")
+    repo.git("checkout", "-q", "-b", "gone")
+    repo.ok("question", "From a branch that is deleted later?")
+    tip = commit(repo, "gone: question")
+    repo.git("checkout", "-q", "main")
+    repo.ok("claim", "Main")
+    commit(repo, "main")
+    repo.git("branch", "-q", "-D", "gone")
+    repo.git("merge", "-q", "--no-edit", tip)
+    merge = repo.git("rev-parse", "HEAD").strip()
+    result = repo.ok("show", "q2")
+    assert result.err.strip() == f"docket: q2 from {tip[:12]} is now q3 (renumbered by merge {merge[:12]})"
