@@ -471,8 +471,12 @@ class History:
         return out
 
     def origin(self, commit: str, index: int, record_id: str) -> tuple[str, list[Alias], bool]:
-        """(the commit that added the record at index of commit's ledger, the merges that renumbered it
-        on the way there, oldest first, and whether the answer stops at a shallow or search boundary)."""
+        """(the commit that added a record, the merges that renumbered it, whether history stopped short).
+
+        The record is the one at ``index`` of commit's ledger. The merges are
+        oldest first; the flag is set when the answer is the oldest commit a
+        shallow clone or the search limit leaves, so it was added there or before.
+        """
         changes = self.first_parent_changes(commit)
         if not changes:
             return commit, [], True
