@@ -47,7 +47,7 @@ from .store import LEDGER_DIR, LEDGER_NAME, LedgerError
 DEFAULT_SEARCH_LIMIT = 2000
 CACHE_VERSION = 1
 LEDGER_RELPATH = f"{LEDGER_DIR}/{LEDGER_NAME}"
-_REF_RE = re.compile(r"^([cdq](?:0|[1-9][0-9]*))(?:@([0-9a-fA-F]{6,64}))?$")
+_REF_RE = re.compile(r"^([cdq](?:0|[1-9][0-9]*))(?:@([0-9a-fA-F]{8,64}))?$")
 _MERGE_SUBJECTS = (
     re.compile(r"^Merge (?:remote-tracking )?branch '([^']+)'"),
     re.compile(r"^Merge pull request #\d+ from [^/\s]+/(\S+)"),
@@ -560,6 +560,16 @@ def added_since(baseline_records: Sequence[dict], current_records: Sequence[dict
     """The current records no baseline record matches: what was added since the baseline."""
     seen = set(match_into(baseline_records, current_records).values())
     return [r for r in current_records if r["id"] not in seen]
+
+
+def delta_id_map(baseline_records: Sequence[dict], current_records: Sequence[dict]) -> dict[str, str]:
+    """``match_into`` covering every baseline ID: one the current ledger no longer holds maps to "".
+
+    For a delta that maps unknown IDs to themselves: an unmatched baseline ID
+    must not pass for the different current record that now has that ID.
+    """
+    found = match_into(baseline_records, current_records)
+    return {r["id"]: found.get(r["id"], "") for r in baseline_records}
 
 
 def translate_delta_ids(ids: Sequence[str], mapping: dict[str, str]) -> list[str]:

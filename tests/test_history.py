@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from docket_git import history
-from tests.conftest import Repo
+from tests.conftest import Repo, rec
 
 LEDGER = ".docket/ledger.jsonl"
 
@@ -337,3 +337,27 @@ def test_branch_unknown_names_the_commit(repo: Repo):
     merge = repo.git("rev-parse", "HEAD").strip()
     result = repo.ok("show", "q2")
     assert result.err.strip() == f"docket: q2 from {tip[:12]} is now q3 (renumbered by merge {merge[:12]})"
+
+
+def test_match_into_never_maps_by_id_alone():
+    baseline = [rec("c1", "Shared"), rec("c2", "Only on the old branch")]
+    current = [rec("c1", "Shared"), rec("c2", "Something else now")]
+    assert history.match_into(baseline, current) == {"c1": "c1"}
+    assert history.delta_id_map(baseline, current) == {"c1": "c1", "c2": ""}
+    assert history.added_since(baseline, current) == [current[1]]
+
+
+def test_match_into_follows_citations_and_dropped_supersedes():
+    # The merge dropped "supersedes c1" from the incoming record (both sides superseded c1).
+    baseline = [
+        rec("c1", "Premise"),
+        rec("c2", "Theirs replaces c1", supersedes=["c1"]),
+        rec("c3", "Builds on c2", supports=[["c2"]]),
+    ]
+    current = [
+        rec("c1", "Premise"),
+        rec("c2", "Ours replaces c1", supersedes=["c1"]),
+        rec("c3", "Theirs replaces c1"),
+        rec("c4", "Builds on c3", supports=[["c3"]]),
+    ]
+    assert history.match_into(baseline, current) == {"c1": "c1", "c2": "c3", "c3": "c4"}
