@@ -126,7 +126,7 @@ def records_at(rev: str) -> tuple[list[dict], str]:
 
 @app.command("resolve", rich_help_panel="Read")
 def resolve_(
-    refs: Annotated[list[str], typer.Argument(metavar="ID[@DIGEST]...", help="Old IDs, e.g. c46 or c46@7f3a9c21e0b4.")],
+    refs: Annotated[list[str], typer.Argument(metavar="ID", help="Old IDs, e.g. c46 or c46@7f3a9c21e0b4.")],
     as_json: Annotated[bool, typer.Option("--json", help="A JSON array, one object per ID.")] = False,
 ) -> None:
     """Print what old IDs name now ('old -> current'), following merges that renumbered them."""
@@ -189,7 +189,7 @@ def _commit_row(hist, commit: str, *, stop: bool = False) -> dict:
 
 @app.command("log", rich_help_panel="Read")
 def log_(
-    record: Annotated[str, typer.Argument(metavar="ID[@DIGEST]", help="The record, by its current or an old ID.")],
+    record: Annotated[str, typer.Argument(metavar="ID", help="The record: its ID, an old ID, or ID@DIGEST.")],
     as_json: Annotated[bool, typer.Option("--json", help="The history as one JSON object.")] = False,
 ) -> None:
     """Show a record's history: the commit that added it, merges that renumbered it, and later records citing it."""

@@ -78,7 +78,7 @@ def _label(by_id: dict[str, dict], rid: str) -> str:
 @app.command(rich_help_panel="Read")
 def show(
     record_id: Annotated[
-        str, typer.Argument(metavar="ID[@DIGEST]", help="The record to show, e.g. d12; an old ID is followed.")
+        str, typer.Argument(metavar="ID", help="The record to show, e.g. d12 or d12@DIGEST; an old ID is followed.")
     ],
     at: Annotated[
         str | None,
