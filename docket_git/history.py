@@ -114,6 +114,13 @@ def _bulk(lines: Sequence[bytes]) -> list[dict]:
         return out
 
 
+def _by_old(aliases: list[Alias]) -> dict[str, list[Alias]]:
+    out: dict[str, list[Alias]] = {}
+    for alias in aliases:
+        out.setdefault(alias.old, []).append(alias)
+    return out
+
+
 def _cache_path(key: str) -> Path:
     from platformdirs import user_cache_dir
 
@@ -314,6 +321,17 @@ class History:
             out += self.renumbering(commit)
         return out
 
+    def alias_table(self) -> dict[tuple[str, str], str]:
+        """The alias table: (old ID, merged-in commit) -> the ID at the end of its renumbering chain.
+
+        The chain follows each later merge that took the record in again, so
+        for a record that reached HEAD's first-parent line this is its ID at
+        HEAD. (``resolve`` confirms a single answer by content instead.)
+        """
+        pool = self.aliases()
+        by_old = _by_old(pool)
+        return {(a.old, a.source): self._follow(a, by_old)[-1].new for a in pool if a.renumbered}
+
     def descendants(self, commit: str) -> set[str]:
         """The walked commits that have commit as an ancestor (commit included): one pass, oldest first."""
         self.touching()
@@ -324,15 +342,17 @@ class History:
         return out
 
     def chain(self, alias: Alias, aliases: list[Alias] | None = None) -> list[Alias]:
-        """alias, then each later merge that renumbered the record again on its way to HEAD."""
-        pool = self.aliases() if aliases is None else aliases
+        """alias, then each later merge that took the record in again on its way to HEAD."""
+        return self._follow(alias, _by_old(self.aliases() if aliases is None else aliases))
+
+    def _follow(self, alias: Alias, by_old: dict[str, list[Alias]]) -> list[Alias]:
         out = [alias]
         while True:
             last = out[-1]
             nxt = [
                 a
-                for a in pool
-                if a.old == last.new and a.merge != last.merge and self.graph.is_ancestor(last.merge, a.source)
+                for a in by_old.get(last.new, ())
+                if a.merge != last.merge and self.graph.is_ancestor(last.merge, a.source)
             ]
             if not nxt:
                 return out

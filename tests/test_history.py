@@ -361,3 +361,33 @@ def test_match_into_follows_citations_and_dropped_supersedes():
         rec("c4", "Builds on c3", supports=[["c3"]]),
     ]
     assert history.match_into(baseline, current) == {"c1": "c1", "c2": "c3", "c3": "c4"}
+
+
+def test_alias_table_follows_renumbering_chains(repo: Repo):
+    repo.ok("claim", "Shared")
+    commit(repo, "shared")
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.ok("question", "Feature question?")
+    feature = commit(repo, "feature: q2")
+    repo.git("checkout", "-q", "-b", "release", "main")
+    repo.ok("claim", "Release claim")
+    commit(repo, "release: c2")
+    repo.git("merge", "-q", "--no-edit", "feature")  # q2 -> q3 on release
+    release_merge = repo.git("rev-parse", "HEAD").strip()
+    repo.git("checkout", "-q", "main")
+    repo.ok("claim", "Main one")
+    repo.ok("claim", "Main two")
+    commit(repo, "main: c2 c3")
+    repo.git("merge", "-q", "--no-edit", "release")  # release's c2, q3 -> c4, q5 on main
+    texts = {r["text"]: r["id"] for r in repo.records()}
+    assert texts["Feature question?"] == "q5"
+    h = history.History(repo.path)
+    try:
+        table = h.alias_table()
+    finally:
+        h.save()
+    assert table[("q2", feature)] == "q5"
+    assert table[("q3", release_merge)] == "q5"
+    assert table[("c2", release_merge)] == "c4"
+    result = repo.ok("show", "q2")
+    assert "q2 from feature is now q5 (renumbered by merges" in result.err
