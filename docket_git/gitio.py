@@ -246,3 +246,223 @@ def head_commit(start: Path) -> str | None:
         return None
     except OSError:
         return None
+
+
+# -- history: commits, parents and one file's blobs -------------------------------------
+
+
+class Graph:
+    """Read-only access to a repository's commits and file blobs, memoized for one command.
+
+    Commit and blob IDs are hex strings. A shallow clone's boundary commits
+    read as having no parents (git's own view of them).
+    """
+
+    def __init__(self, repo) -> None:  # repo: pygit2.Repository
+        self.repo = repo
+        self._commits: dict[str, object] = {}
+        self._files: dict[tuple[str, str], str | None] = {}
+        self._proc = None  # the git cat-file --batch reader, started on the first blob
+        self._no_batch = False
+        self._branches: dict[str, list[str]] | None = None
+
+    @property
+    def shallow(self) -> bool:
+        """True in a shallow clone (history before the boundary is missing)."""
+        try:
+            return bool(self.repo.is_shallow)
+        except Exception:
+            return False
+
+    def head(self) -> str | None:
+        """The commit HEAD names, or None when the repository has no commits yet."""
+        try:
+            if self.repo.head_is_unborn:
+                return None
+            return str(self.repo.head.target)
+        except Exception:
+            return None
+
+    def resolve(self, rev: str) -> str | None:
+        """The commit a commit-ish (HEAD~3, a branch, a tag, an ID) names, or None."""
+        import pygit2
+
+        try:
+            return str(self.repo.revparse_single(rev).peel(pygit2.Commit).id)
+        except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+            return None
+
+    def _commit(self, cid: str):
+        commit = self._commits.get(cid)
+        if commit is None:
+            commit = self.repo[cid]
+            self._commits[cid] = commit
+        return commit
+
+    def parents(self, cid: str) -> list[str]:
+        """The commit's parents, first parent first (none at a shallow boundary)."""
+        try:
+            return [str(p) for p in self._commit(cid).parent_ids]
+        except Exception:
+            return []
+
+    def time(self, cid: str) -> int:
+        """The commit's committer time (seconds since the epoch)."""
+        return int(self._commit(cid).commit_time)
+
+    def file_blob(self, cid: str, relpath: str) -> str | None:
+        """The blob ID of relpath at the commit, or None when the commit has no such file."""
+        key = (cid, relpath)
+        if key not in self._files:
+            try:
+                entry = self._commit(cid).tree[relpath]
+                self._files[key] = str(entry.id) if entry.type_str == "blob" else None
+            except (KeyError, ValueError):
+                self._files[key] = None
+        return self._files[key]
+
+    def blob(self, bid: str) -> bytes:
+        """A blob's bytes (callers cache them: decompressing a large blob costs milliseconds).
+
+        Read through one ``git cat-file --batch`` process per command when git
+        is there: git keeps a delta-base cache for large objects and libgit2
+        does not (objects over 1 MB), which makes reading many versions of a
+        multi-megabyte ledger several times faster. pygit2 otherwise.
+        """
+        proc = self._batch()
+        if proc is not None:
+            try:
+                proc.stdin.write(bid.encode() + b"\n")
+                proc.stdin.flush()
+                header = proc.stdout.readline().split()
+                if len(header) == 3 and header[1] == b"blob":
+                    size = int(header[2])
+                    data = proc.stdout.read(size)
+                    proc.stdout.read(1)
+                    if len(data) == size:
+                        return data
+            except (OSError, ValueError):
+                pass
+            self.close()
+            self._no_batch = True
+        return self.repo[bid].data
+
+    def _batch(self):  # -> subprocess.Popen | None
+        import subprocess
+
+        if self._no_batch:
+            return None
+        proc = self._proc
+        if proc is None:
+            try:
+                proc = subprocess.Popen(
+                    ["git", "--git-dir", self.repo.path, "cat-file", "--batch"],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                )
+            except OSError:
+                self._no_batch = True
+                return None
+            self._proc = proc
+        return proc
+
+    def close(self) -> None:
+        """Stop the blob reader process, if one was started."""
+        proc = self._proc
+        self._proc = None
+        if proc is not None:
+            try:
+                proc.stdin.close()
+                proc.wait(timeout=10)
+            except Exception:
+                proc.kill()
+                proc.wait()
+            finally:
+                proc.stdout.close()
+
+    def info(self, cid: str) -> dict:
+        """Author, e-mail, ISO date and subject of a commit."""
+        from datetime import datetime, timedelta, timezone
+
+        commit = self._commit(cid)
+        author = commit.author
+        zone = timezone(timedelta(minutes=author.offset))
+        return {
+            "commit": cid,
+            "author": author.name,
+            "email": author.email,
+            "date": datetime.fromtimestamp(author.time, zone).isoformat(),
+            "subject": (commit.message or "").split("\n", 1)[0],
+        }
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        """True when ancestor is descendant or one of its ancestors."""
+        if ancestor == descendant:
+            return True
+        try:
+            return bool(self.repo.descendant_of(descendant, ancestor))
+        except Exception:
+            return False
+
+    def merge_bases(self, a: str, b: str) -> list[str]:
+        """Every best common ancestor of a and b (``git merge-base --all``), oldest first."""
+        import subprocess
+
+        try:
+            one = self.repo.merge_base(a, b)
+        except Exception:
+            one = None
+        if one is None:
+            return []
+        # libgit2 returns one base; a criss-cross history has several, and only git lists them all.
+        try:
+            proc = subprocess.run(
+                ["git", "merge-base", "--all", a, b],
+                cwd=self.repo.path,
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+            found = proc.stdout.split() if proc.returncode == 0 else []
+        except (OSError, subprocess.SubprocessError):
+            found = []
+        bases = found or [str(one)]
+        return sorted(bases, key=self.time)
+
+    def branches_at(self) -> dict[str, list[str]]:
+        """Local branch names by the commit at their tip (read once)."""
+        if self._branches is not None:
+            return self._branches
+        out: dict[str, list[str]] = {}
+        self._branches = out
+        try:
+            for name in self.repo.branches.local:
+                try:
+                    target = str(self.repo.branches.local[name].peel().id)
+                except Exception:
+                    continue
+                out.setdefault(target, []).append(name)
+        except Exception:
+            pass
+        return out
+
+    def walk(self, start: str):  # -> Iterator[str]
+        """Commits reachable from start, newest first (topological, then by time)."""
+        import pygit2
+
+        sort = pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME
+        for commit in self.repo.walk(start, sort):
+            cid = str(commit.id)
+            self._commits.setdefault(cid, commit)
+            yield cid
+
+    def key(self) -> str:
+        """A stable identity for the repository (its common git directory)."""
+        return str(Path(self.repo.path).resolve())
+
+
+def open_graph(start: Path) -> Graph | None:
+    """A Graph over the repository containing start, or None outside git."""
+    repo = open_repo(start)
+    return None if repo is None else Graph(repo)

@@ -372,3 +372,22 @@ def merge(
         conflict.question = question["id"]
         tail.append(question)
     return tail, moved, [c for c, _, _ in conflicts]
+
+
+def match(records: Sequence, pool: Sequence, mapping: dict[str, str] | None = None) -> dict[str, str]:
+    """Each record's ID -> the ID of the equal record in pool, found as ``merge`` finds them.
+
+    Records are taken in order and their citations translated through the
+    matches so far (and the given mapping), so a renumbered record and the
+    records citing it are found again; a record a merge changed (a dropped
+    supersedes target) still matches. Records without an equal are left out.
+    """
+    waiting = _Waiting(list(pool))
+    found = dict(mapping or {})
+    out: dict[str, str] = {}
+    for original in records:
+        hit = waiting.take(translate(original, found))
+        if hit is not None:
+            found[original["id"]] = hit["id"]
+            out[original["id"]] = hit["id"]
+    return out

@@ -8,6 +8,7 @@ import sys
 from ..store import LedgerError
 from . import agents as _agents  # noqa: F401 - registers commands
 from . import context as _context  # noqa: F401
+from . import history as _history  # noqa: F401
 from . import merge as _merge  # noqa: F401
 from . import read as _read  # noqa: F401
 from . import record as _record  # noqa: F401

@@ -10,6 +10,7 @@ import typer
 
 from .. import model, project, store, validate
 from ..recording import UsageError
+from . import history as history_cli
 from .app import app
 from .common import dump_json, fail, ledger_path, read_snapshot
 
@@ -76,22 +77,41 @@ def _label(by_id: dict[str, dict], rid: str) -> str:
 
 @app.command(rich_help_panel="Read")
 def show(
-    record_id: Annotated[str, typer.Argument(metavar="ID", help="The record to show, e.g. d12.")],
-    at: Annotated[str | None, typer.Option("--at", metavar="ID", help="Show it as history stood at record ID.")] = None,
+    record_id: Annotated[
+        str, typer.Argument(metavar="ID", help="The record to show, e.g. d12 or d12@DIGEST; an old ID is followed.")
+    ],
+    at: Annotated[
+        str | None,
+        typer.Option("--at", metavar="ID|COMMIT", help="Show it as history stood at record ID, or at a commit."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="The projected record as JSON.")] = False,
 ) -> None:
     """Show one record in full, with its derived state."""
-    records = read_snapshot().records
+    snap = read_snapshot()
+    records = snap.records
     if at is not None:
         prefix = project.at(records, at)
         if prefix is None:
-            fail(f"unknown record {at}")
+            if model.is_id(at):
+                fail(f"unknown record {at}")
+            prefix, _ = history_cli.records_at(at)
         records = prefix
     views = project.project(records)
     by_id = {v["id"]: v for v in views}
-    view = by_id.get(record_id)
-    if view is None:
+    plain, _, digest = record_id.partition("@")
+    view = by_id.get(plain)
+    if at is not None and view is None:
+        fail(f"no entry {plain} at {at}")
+    if view is None and not model.is_id(plain):
         fail(f"no entry {record_id}")
+    stale = (
+        bool(digest) and view is not None and not snap.prefix_digest(snap.position(plain)).startswith(digest.lower())
+    )
+    if at is None and (view is None or stale):
+        # An ID this ledger does not hold (as given): history knows where a merge moved it.
+        view = by_id.get(history_cli.current_id(record_id, snap))
+        if view is None:
+            fail(f"no entry {record_id}")
     if as_json:
         typer.echo(dump_json(view))
         return

@@ -1,0 +1,670 @@
+"""Baselines and renumberings recovered from commit history.
+
+A merge renumbers the records the other branch added (``rebase.merge``), so an
+ID or an ``ID@DIGEST`` baseline taken on that branch no longer names the same
+record. git keeps every version of the ledger, and the merge is deterministic:
+recomputing it on the merge base's and both parents' ledgers tells which IDs
+it renumbered. From that:
+
+- the **alias table**: (old ID, the merged-in commit, its branch) -> the ID
+  the merge gave it, one entry per record a merge took in (``aliases``);
+- ``baseline_from_digest`` / ``baseline_from_rev``: a baseline's records from
+  the ledger version it was taken on, and ``match_into`` to find them in the
+  current ledger by the ID-blind content key the merge uses;
+- ``History.origin``: the commit that added a record and the merges that
+  renumbered it on the way, for ``docket log``.
+
+Cost model: decompressing a large ledger blob costs milliseconds, so each
+blob is read and parsed at most once per command, and what a blob or a merge
+commit says (its record count, a merge's renumbering) is kept in the user
+cache dir keyed by blob and commit IDs (immutable), never in the repository.
+A new commit only adds entries; nothing is recomputed.
+
+With several merge bases (a criss-cross history), git's recursive/ort
+strategy first merges the bases into a virtual base, running the driver on
+them too. The recomputation does the same with ``rebase.merge``: the bases'
+ledgers, oldest first, merged pairwise with an empty base (the inner merge
+base only matters for records a side deleted, which an append-only ledger
+never does). An octopus merge is taken as git does it: each further parent
+merged in turn into the result so far.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tomllib
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from . import canonical, gitio, model, rebase
+from .rebase import RawLedger
+from .store import LEDGER_DIR, LEDGER_NAME, LedgerError
+
+DEFAULT_SEARCH_LIMIT = 2000
+CACHE_VERSION = 1
+LEDGER_RELPATH = f"{LEDGER_DIR}/{LEDGER_NAME}"
+_REF_RE = re.compile(r"^([cdq](?:0|[1-9][0-9]*))(?:@([0-9a-fA-F]{8,64}))?$")
+_MERGE_SUBJECTS = (
+    re.compile(r"^Merge (?:remote-tracking )?branch '([^']+)'"),
+    re.compile(r"^Merge pull request #\d+ from [^/\s]+/(\S+)"),
+)
+
+
+class HistoryUnavailable(LedgerError):
+    """The history cannot answer here (no repository, no commits)."""
+
+
+@dataclass(frozen=True)
+class Alias:
+    """One record a merge took in from another parent: its ID there and the ID the merge gave it."""
+
+    old: str
+    new: str
+    #: The merge commit.
+    merge: str
+    #: The merged-in parent, and its branch name when known ("" otherwise).
+    source: str
+    branch: str
+    #: The record's 0-based position in the source's ledger.
+    index: int
+
+    @property
+    def renumbered(self) -> bool:
+        """True when the merge gave the record a different ID."""
+        return self.old != self.new
+
+
+def parse_ref(arg: str) -> tuple[str, str | None]:
+    """Split ``ID`` or ``ID@DIGEST`` into (ID, lower-case digest or None); ValueError if malformed."""
+    found = _REF_RE.match(arg.strip())
+    if not found:
+        raise ValueError(f"{arg!r} is not an ID or ID@DIGEST (e.g. c12 or c12@7f3a9c21e0b4)")
+    digest = found.group(2)
+    return found.group(1), digest.lower() if digest else None
+
+
+def search_limit(repo_root: Path) -> int:
+    """``history.search_limit`` from ``.docket/config.toml``, else the default (2000)."""
+    try:
+        with open(Path(repo_root) / LEDGER_DIR / "config.toml", "rb") as handle:
+            config = tomllib.load(handle)
+        value = config.get("history", {}).get("search_limit", DEFAULT_SEARCH_LIMIT)
+    except (OSError, tomllib.TOMLDecodeError, AttributeError):
+        return DEFAULT_SEARCH_LIMIT
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else DEFAULT_SEARCH_LIMIT
+
+
+def _bulk(lines: Sequence[bytes]) -> list[dict]:
+    """Parse ledger lines at once; a historical version's unreadable lines are left out."""
+    try:
+        return json.loads(b"[" + b",".join(lines) + b"]")
+    except ValueError:
+        out = []
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and model.is_id(record.get("id")):
+                out.append(record)
+        return out
+
+
+def _by_old(aliases: list[Alias]) -> dict[str, list[Alias]]:
+    out: dict[str, list[Alias]] = {}
+    for alias in aliases:
+        out.setdefault(alias.old, []).append(alias)
+    return out
+
+
+def _cache_path(key: str) -> Path:
+    from platformdirs import user_cache_dir
+
+    name = hashlib.sha256(key.encode()).hexdigest()[:32]
+    return Path(user_cache_dir("docket-git")) / "history" / f"{name}.json"
+
+
+class History:
+    """One command's view of the ledger's history: blobs read once, merges recomputed once."""
+
+    def __init__(self, repo_root: Path, relpath: str = LEDGER_RELPATH, limit: int | None = None) -> None:
+        graph = gitio.open_graph(Path(repo_root))
+        if graph is None:
+            raise HistoryUnavailable("not in a git repository; ledger history needs one")
+        self.graph = graph
+        self.relpath = relpath
+        self.limit = limit if limit is not None else search_limit(Path(repo_root))
+        self._head = graph.head()
+        self._data: dict[str, bytes] = {}
+        self._ledgers: dict[str, RawLedger] = {}
+        self._touching: list[str] | None = None
+        self._walked: list[str] = []
+        self._cache_file = _cache_path(f"{graph.key()}\0{relpath}")
+        self._cache = self._load()
+        self._dirty = False
+
+    # -- the persistent cache ----------------------------------------------------------
+
+    def _load(self) -> dict:
+        try:
+            raw = json.loads(self._cache_file.read_bytes())
+            if raw.get("version") == CACHE_VERSION:
+                return {"version": CACHE_VERSION, "counts": raw["counts"], "merges": raw["merges"]}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass
+        return {"version": CACHE_VERSION, "counts": {}, "merges": {}}
+
+    def save(self) -> None:
+        """Write what this command learned to the user cache (never fails a command); stop git readers."""
+        self.graph.close()
+        if not self._dirty:
+            return
+        try:
+            self._cache_file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self._cache_file.with_name(f"{self._cache_file.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(self._cache, separators=(",", ":")))
+            os.replace(tmp, self._cache_file)
+        except OSError:
+            pass
+        self._dirty = False
+
+    # -- commits and blobs --------------------------------------------------------------
+
+    @property
+    def head(self) -> str:
+        """The commit HEAD names; HistoryUnavailable when there are no commits yet."""
+        if self._head is None:
+            raise HistoryUnavailable("this repository has no commits yet; ledger history starts with the first commit")
+        return self._head
+
+    @property
+    def shallow(self) -> bool:
+        """True in a shallow clone."""
+        return self.graph.shallow
+
+    def blob_at(self, commit: str) -> str | None:
+        """The ledger's blob ID at commit (None when the commit has no ledger)."""
+        return self.graph.file_blob(commit, self.relpath)
+
+    def data(self, blob: str) -> bytes:
+        """A ledger blob's bytes, read once per command."""
+        found = self._data.get(blob)
+        if found is None:
+            found = self._data[blob] = self.graph.blob(blob)
+        return found
+
+    def ledger(self, blob: str | None) -> RawLedger:
+        """A ledger blob as lazily parsed records, parsed once per command (empty for None)."""
+        if blob is None:
+            return RawLedger(b"")
+        found = self._ledgers.get(blob)
+        if found is None:
+            found = self._ledgers[blob] = RawLedger(self.data(blob), lenient=True)
+            self._cache["counts"].setdefault(blob, len(found))
+            self._dirty = True
+        return found
+
+    def count(self, blob: str | None) -> int:
+        """How many records the ledger blob holds (cached across commands)."""
+        if blob is None:
+            return 0
+        known = self._cache["counts"].get(blob)
+        return known if known is not None else len(self.ledger(blob))
+
+    def records_at(self, commit: str) -> list[dict]:
+        """Every record of the ledger at commit, parsed."""
+        blob = self.blob_at(commit)
+        return _bulk(self.ledger(blob).lines) if blob else []
+
+    def touching(self) -> list[str]:
+        """Commits that changed the ledger (or merged differing ledgers), newest first, at most ``limit``."""
+        if self._touching is not None:
+            return self._touching
+        out: list[str] = []
+        self._walked = []
+        for walked, commit in enumerate(self.graph.walk(self.head), start=1):
+            self._walked.append(commit)
+            blob = self.blob_at(commit)
+            parents = [self.blob_at(p) for p in self.graph.parents(commit)]
+            if (not parents and blob is not None) or (parents and any(p != blob for p in parents)):
+                out.append(commit)
+                if len(out) >= self.limit:
+                    break
+            if walked >= self.limit * 50:  # commits that never touch the ledger still cost a walk
+                break
+        self._touching = out
+        return out
+
+    # -- renumbering ----------------------------------------------------------------------
+
+    def _virtual_base(self, bases: list[str]) -> Sequence:
+        ledgers = [self.ledger(self.blob_at(b)) for b in bases]
+        if not ledgers:
+            return []
+        base: Sequence = ledgers[0]
+        for other in ledgers[1:]:
+            try:
+                tail, _, _ = rebase.merge([], base, other)
+            except (rebase.MergeRefused, ValueError, TypeError, KeyError):
+                continue
+            base = [*base, *tail]
+        return base
+
+    def _branch(self, merge: str, source: str, nth: int) -> str:
+        subject = self.graph.info(merge)["subject"]
+        if nth == 1:
+            for pattern in _MERGE_SUBJECTS:
+                found = pattern.match(subject)
+                if found:
+                    return found.group(1)
+        names = self.graph.branches_at().get(source)
+        return names[0] if names else ""
+
+    def renumbering(self, merge: str) -> list[Alias]:
+        """The records merge took in from its other parents, recomputed with ``rebase.merge`` (cached)."""
+        cached = self._cache["merges"].get(merge)
+        if cached is not None:
+            return [Alias(*entry) for entry in cached]
+        parents = self.graph.parents(merge)
+        out: list[Alias] = []
+        if len(parents) >= 2:
+            first = parents[0]
+            ours: Sequence = self.ledger(self.blob_at(first))
+            for nth, source in enumerate(parents[1:], start=1):
+                blob = self.blob_at(source)
+                if blob is None or blob == self.blob_at(first):
+                    continue
+                theirs = self.ledger(blob)
+                base = self._virtual_base(self.graph.merge_bases(first, source))
+                try:
+                    tail, moved, _ = rebase.merge(base, ours, theirs)
+                except (rebase.MergeRefused, ValueError, TypeError, KeyError):
+                    continue  # not a merge the driver could have made; nothing to recompute
+                if moved:
+                    where = {}
+                    for i in range(len(theirs) - 1, -1, -1):
+                        record = theirs[i]
+                        rid = record.get("id") if isinstance(record, dict) else None
+                        if rid in moved:
+                            where[rid] = i
+                            if len(where) == len(moved):
+                                break
+                    branch = self._branch(merge, source, nth)
+                    out += [Alias(old, new, merge, source, branch, where.get(old, -1)) for old, new in moved.items()]
+                if nth < len(parents) - 1:
+                    ours = [*ours, *tail]
+        if not self.shallow:  # a shallow clone may lack a merge base: recompute once it is deepened
+            self._cache["merges"][merge] = [list(asdict(a).values()) for a in out]
+            self._dirty = True
+        return out
+
+    def aliases(self, until: str | None = None) -> list[Alias]:
+        """Every record the merges within the search limit took in, newest merge first.
+
+        With ``until``, only the merges that took in a parent descending from
+        that commit (the only ones that can have renumbered its records).
+        """
+        out: list[Alias] = []
+        later = self.descendants(until) if until is not None else set()
+        for commit in self.touching():
+            if commit == until:
+                break
+            parents = self.graph.parents(commit)
+            if len(parents) < 2:
+                continue
+            if until is not None and not any(p in later for p in parents[1:]):
+                continue
+            out += self.renumbering(commit)
+        return out
+
+    def alias_table(self) -> dict[tuple[str, str], str]:
+        """The alias table: (old ID, merged-in commit) -> the ID at the end of its renumbering chain.
+
+        The chain follows each later merge that took the record in again, so
+        for a record that reached HEAD's first-parent line this is its ID at
+        HEAD. (``resolve`` confirms a single answer by content instead.)
+        """
+        pool = self.aliases()
+        by_old = _by_old(pool)
+        return {(a.old, a.source): self._follow(a, by_old)[-1].new for a in pool if a.renumbered}
+
+    def descendants(self, commit: str) -> set[str]:
+        """The walked commits that have commit as an ancestor (commit included): one pass, oldest first."""
+        self.touching()
+        out = {commit}
+        for current in reversed(self._walked):
+            if current not in out and any(p in out for p in self.graph.parents(current)):
+                out.add(current)
+        return out
+
+    def chain(self, alias: Alias, aliases: list[Alias] | None = None) -> list[Alias]:
+        """alias, then each later merge that took the record in again on its way to HEAD."""
+        return self._follow(alias, _by_old(self.aliases() if aliases is None else aliases))
+
+    def _follow(self, alias: Alias, by_old: dict[str, list[Alias]]) -> list[Alias]:
+        out = [alias]
+        while True:
+            last = out[-1]
+            nxt = [
+                a
+                for a in by_old.get(last.new, ())
+                if a.merge != last.merge and self.graph.is_ancestor(last.merge, a.source)
+            ]
+            if not nxt:
+                return out
+            out.append(min(nxt, key=lambda a: self.graph.time(a.merge)))
+
+    # -- finding a baseline ------------------------------------------------------------------
+
+    def index_of(self, blob: str | None, record_id: str) -> int | None:
+        """The position of record_id in the ledger blob (binary search over its increasing IDs)."""
+        ledger = self.ledger(blob)
+        want = model.seq(record_id)
+        lo, hi = 0, len(ledger)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            record = ledger[mid]
+            rid = record.get("id") if isinstance(record, dict) else None
+            if not model.is_id(rid):
+                break
+            if rid == record_id:
+                return mid
+            if model.seq(rid) < want:
+                lo = mid + 1
+            else:
+                hi = mid
+        else:
+            return None
+        needle = f'"{record_id}"'.encode()  # an unreadable line: fall back to a scan
+        for i, line in enumerate(ledger.lines):
+            if needle in line and isinstance(ledger[i], dict) and ledger[i].get("id") == record_id:
+                return i
+        return None
+
+    def prefix_end(self, blob: str, index: int) -> int:
+        """The byte offset just past record index's line in the blob."""
+        ledger = self.ledger(blob)
+        if ledger.numbers is None:
+            return sum(len(line) for line in ledger.lines[: index + 1]) + index + 1
+        data = self.data(blob)
+        pos = 0
+        for _ in range(ledger.line_number(index)):
+            pos = data.index(b"\n", pos) + 1 if data.find(b"\n", pos) >= 0 else len(data)
+        return pos
+
+    def line_end(self, blob: str, record_id: str) -> int | None:
+        """The byte offset just past record_id's line in the blob, or None when it is not there.
+
+        A byte search for the canonical ``"id":"c12"`` (verified by parsing
+        the line) spares splitting a large blob that is only being ruled out.
+        """
+        data = self.data(blob)
+        needle = f'"id":"{record_id}"'.encode()
+        pos = data.find(needle)
+        while pos >= 0:
+            start = data.rfind(b"\n", 0, pos) + 1
+            newline = data.find(b"\n", pos)
+            end = len(data) if newline < 0 else newline + 1
+            try:
+                record = json.loads(data[start:end])
+            except ValueError:
+                record = None
+            if isinstance(record, dict) and record.get("id") == record_id:
+                return end
+            pos = data.find(needle, end)
+        if b'"id": ' not in data and b'"id" :' not in data:
+            return None  # written canonically: the record is not in this version
+        index = self.index_of(blob, record_id)
+        return None if index is None else self.prefix_end(blob, index)
+
+    def digest_at(self, blob: str, index: int) -> str:
+        """SHA-256 of the blob's bytes up to and including record index's line."""
+        return canonical.sha256(self.data(blob)[: self.prefix_end(blob, index)])
+
+    def find_digest(self, record_id: str, digest: str) -> tuple[str, str, int] | None:
+        """(commit, blob, index) of a ledger version whose prefix up to record_id has this digest.
+
+        Candidates first: the merged-in parents of merges that took record_id
+        in (where a renumbered baseline usually lives), then every commit that
+        touched the ledger, newest first, up to the search limit. A version
+        that does not match rules out its first-parent ancestors too: their
+        ledgers are prefixes of it, so they hold the same bytes or lack the ID.
+        """
+        tried: set[str] = set()
+        ruled_out: set[str] = set()
+
+        def check(commit: str) -> tuple[str, str, int] | None:
+            blob = self.blob_at(commit)
+            if blob is None or blob in tried:
+                return None
+            tried.add(blob)
+            end = self.line_end(blob, record_id)
+            if end is not None and canonical.sha256(self.data(blob)[:end]).startswith(digest):
+                index = self.index_of(blob, record_id)
+                if index is not None:
+                    return commit, blob, index
+            return None
+
+        # Merges are recomputed newest first and only until a candidate matches.
+        for commit in self.touching():
+            if len(self.graph.parents(commit)) < 2:
+                continue
+            for alias in self.renumbering(commit):
+                if alias.old == record_id:
+                    found = check(alias.source)
+                    if found:
+                        return found
+        for commit in self.touching():
+            if commit in ruled_out:
+                continue
+            found = check(commit)
+            if found:
+                return found
+            parent = commit
+            while True:
+                parents = self.graph.parents(parent)
+                if not parents or parents[0] in ruled_out:
+                    break
+                parent = parents[0]
+                ruled_out.add(parent)
+        return None
+
+    # -- where a record came from -----------------------------------------------------------
+
+    def first_parent_changes(self, commit: str) -> list[str]:
+        """Commits on commit's first-parent line where the ledger changed, newest first (bounded)."""
+        out: list[str] = []
+        current: str | None = commit
+        while current is not None and len(out) < self.limit:
+            parents = self.graph.parents(current)
+            parent = parents[0] if parents else None
+            blob = self.blob_at(current)
+            if blob is None and out:
+                break  # before the ledger existed
+            if blob is not None and (parent is None or self.blob_at(parent) != blob):
+                out.append(current)
+            current = parent
+        return out
+
+    def origin(self, commit: str, index: int, record_id: str) -> tuple[str, list[Alias], bool]:
+        """(the commit that added a record, the merges that renumbered it, whether history stopped short).
+
+        The record is the one at ``index`` of commit's ledger. The merges are
+        oldest first; the flag is set when the answer is the oldest commit a
+        shallow clone or the search limit leaves, so it was added there or before.
+        """
+        changes = self.first_parent_changes(commit)
+        if not changes:
+            return commit, [], True
+        # Along first parents the ledger only grows, so "holds record index" is monotone.
+        lo, hi = 0, len(changes) - 1  # the oldest change that still holds it
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.count(self.blob_at(changes[mid])) > index:
+                lo = mid
+            else:
+                hi = mid - 1
+        added = changes[lo]
+        parents = self.graph.parents(added)
+        boundary = lo == len(changes) - 1 and (len(changes) >= self.limit or (self.shallow and not parents))
+        if len(parents) >= 2 and self.count(self.blob_at(parents[0])) <= index:
+            for alias in self.renumbering(added):
+                if alias.new == record_id and alias.index >= 0:
+                    source, earlier, stop = self.origin(alias.source, alias.index, alias.old)
+                    return source, [*earlier, alias], stop
+        return added, [], boundary
+
+
+# -- functions for the briefing (``docket context --since``) -----------------------------------
+
+
+def _open(repo_root: Path, ledger_relpath: str, limit: int | None) -> History | None:
+    try:
+        history = History(Path(repo_root), ledger_relpath, limit)
+        history.head  # noqa: B018 - raises when there are no commits
+    except HistoryUnavailable:
+        return None
+    return history
+
+
+def baseline_from_digest(
+    repo_root: Path, ledger_relpath: str, record_id: str, digest12: str, search_limit: int | None = None
+) -> tuple[list[dict], str] | None:
+    """(the records up to and including record_id, the commit) of the newest ledger version whose
+    prefix digest at record_id starts with digest12; None when no version within the limit has it.
+
+    ``search_limit`` None reads ``history.search_limit`` from ``.docket/config.toml`` (default 2000).
+    """
+    history = _open(repo_root, ledger_relpath, search_limit)
+    if history is None:
+        return None
+    try:
+        found = history.find_digest(record_id, digest12.lower())
+        if found is None:
+            return None
+        commit, blob, index = found
+        return _bulk(history.ledger(blob).lines[: index + 1]), commit
+    finally:
+        history.save()
+
+
+def baseline_from_rev(repo_root: Path, rev: str, ledger_relpath: str = LEDGER_RELPATH) -> tuple[list[dict], str] | None:
+    """(every record of the ledger at a commit-ish, the commit ID); None when rev names no commit."""
+    history = _open(repo_root, ledger_relpath, None)
+    if history is None:
+        return None
+    try:
+        commit = history.graph.resolve(rev)
+        return None if commit is None else (history.records_at(commit), commit)
+    finally:
+        history.save()
+
+
+def match_into(baseline_records: Sequence[dict], current_records: Sequence[dict]) -> dict[str, str]:
+    """baseline ID -> current ID for each baseline record the current ledger still holds.
+
+    The shared prefix maps to itself; the rest is matched by the merge's
+    ID-blind content key, citations followed as they were renumbered.
+    """
+    shared = rebase.common_prefix(baseline_records, current_records)
+    mapping = {r["id"]: r["id"] for r in baseline_records[:shared]}
+    mapping.update(rebase.match(baseline_records[shared:], current_records[shared:], mapping))
+    return mapping
+
+
+def added_since(baseline_records: Sequence[dict], current_records: Sequence[dict]) -> list[dict]:
+    """The current records no baseline record matches: what was added since the baseline."""
+    seen = set(match_into(baseline_records, current_records).values())
+    return [r for r in current_records if r["id"] not in seen]
+
+
+def delta_id_map(baseline_records: Sequence[dict], current_records: Sequence[dict]) -> dict[str, str]:
+    """``match_into`` covering every baseline ID: one the current ledger no longer holds maps to "".
+
+    For a delta that maps unknown IDs to themselves: an unmatched baseline ID
+    must not pass for the different current record that now has that ID.
+    """
+    found = match_into(baseline_records, current_records)
+    return {r["id"]: found.get(r["id"], "") for r in baseline_records}
+
+
+def translate_delta_ids(ids: Sequence[str], mapping: dict[str, str]) -> list[str]:
+    """Baseline IDs in current IDs (IDs the current ledger no longer holds are left out)."""
+    return [mapping[i] for i in ids if i in mapping]
+
+
+# -- resolving an old ID ----------------------------------------------------------------------
+
+
+@dataclass
+class Resolution:
+    """What an old ID or ID@DIGEST names now."""
+
+    asked: str
+    old: str
+    current: str | None
+    #: The commit whose ledger the old ID was read from, and its branch ("" if unknown).
+    source: str
+    branch: str
+    #: The merges that renumbered it, oldest first.
+    merges: list[str]
+
+    def describe(self, short: int = 12) -> str:
+        """``c46 from topic is now c52 (renumbered by merge 1a2b3c4d5e6f)``."""
+        where = self.branch or self.source[:short]
+        if self.current is None:
+            return f"{self.old} from {where} is no longer in the ledger"
+        by = ""
+        if self.merges:
+            label = "merge" if len(self.merges) == 1 else "merges"
+            by = f" (renumbered by {label} {', '.join(m[:short] for m in self.merges)})"
+        verb = "is now" if self.current != self.old else "is still"
+        return f"{self.old} from {where} {verb} {self.current}{by}"
+
+
+def resolve(
+    history: History, arg: str, current_records: Sequence[dict], current_data: bytes, ends: Sequence[int]
+) -> list[Resolution]:
+    """What ``ID`` or ``ID@DIGEST`` names in the current ledger: [] when history does not know it,
+    several when a bare ID was renumbered on several branches. An ID the current ledger holds
+    (with a matching digest, when one is given) resolves to itself."""
+    record_id, digest = parse_ref(arg)
+    position = next((i for i, r in enumerate(current_records) if r["id"] == record_id), None)
+    if position is not None and (digest is None or canonical.sha256(current_data[: ends[position]]).startswith(digest)):
+        return [Resolution(arg, record_id, record_id, "", "", [])]
+    out: list[Resolution] = []
+    if digest is not None:
+        found = history.find_digest(record_id, digest)
+        if found is None:
+            return []
+        commit, blob, index = found
+        aliases = history.aliases(until=commit)
+        baseline = _bulk(history.ledger(blob).lines[: index + 1])
+        current = match_into(baseline, current_records).get(record_id)
+        later = history.descendants(commit)
+        first = [a for a in aliases if a.old == record_id and a.source in later]
+        first.sort(key=lambda a: history.graph.time(a.merge))
+        merges = [a.merge for a in history.chain(first[0], aliases) if a.renumbered] if first else []
+        branch = first[0].branch if first else str(baseline[-1].get("branch") or "")
+        return [Resolution(arg, record_id, current, commit, branch, merges)]
+    seen: set[str] = set()
+    aliases = history.aliases()
+    for alias in aliases:
+        if alias.old != record_id or not alias.renumbered:
+            continue
+        source_blob = history.blob_at(alias.source)
+        baseline = _bulk(history.ledger(source_blob).lines[: alias.index + 1]) if alias.index >= 0 else []
+        if not baseline or baseline[-1].get("id") != record_id:
+            continue
+        current = match_into(baseline, current_records).get(record_id)
+        key = current or f"gone:{alias.merge}"
+        if key in seen:
+            continue
+        seen.add(key)
+        merges = [a.merge for a in history.chain(alias, aliases) if a.renumbered]
+        out.append(Resolution(arg, record_id, current, alias.source, alias.branch, merges))
+    return out
