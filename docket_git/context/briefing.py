@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import canonical, store
+from .. import canonical, model, store
 from . import config, delta, scope
 from .render import Meta
 from .select import Request, check_max_chars, select
@@ -58,10 +58,15 @@ def compose_delta(
     *,
     identity: str,
     max_chars: int | None = None,
+    id_map: dict[str, str] | None = None,
 ) -> str:
-    """The ``--since`` briefing: what changed after baseline (records), within max_chars or the target."""
+    """The ``--since`` briefing: what changed after baseline (records), within max_chars or the target.
+
+    ``id_map`` maps baseline IDs to current ones when the baseline came from
+    another commit (a merge may have renumbered it).
+    """
     limit = max_chars if max_chars is not None else settings["budget"]["target"]
-    change = delta.delta(baseline, snapshot.records)
+    change = delta.delta(baseline, snapshot.records, id_map)
     meta = meta_for(snapshot, identity, settings)
     return delta.render_delta(change, meta, since, limit=limit, detail=settings["index"]["detail_min"])
 
@@ -144,10 +149,13 @@ def _build(
     notes: list[str] = []
     latest = f"{snapshot.records[-1]['id']}@{canonical.short(snapshot.revision())}"
     if since is not None:
-        baseline = delta.resolve_baseline(snapshot, since)
-        if baseline is not None:
-            text = compose_delta(snapshot, settings, baseline, since, identity=identity, max_chars=max_chars)
-            return Briefing(text, baseline=latest)
+        found = _baseline(snapshot, path, since, notes)
+        if found is not None:
+            baseline, id_map, label = found
+            text = compose_delta(
+                snapshot, settings, baseline, label, identity=identity, max_chars=max_chars, id_map=id_map
+            )
+            return Briefing(text, notes, latest)
         notes.append(f"baseline {since} is unknown or stale; printing a full briefing")
     scoped = task_files(
         path.parent.parent, settings, query=query, files=files, all_records=all_records, auto_scope=auto_scope
@@ -159,6 +167,44 @@ def _build(
     budget = max_chars - len(notice) if max_chars is not None else None
     request = Request(query=query, files=tuple(scoped), all=all_records, max_chars=budget)
     return Briefing(notice + compose(snapshot, settings, request, identity=identity), notes, latest)
+
+
+def _baseline(
+    snapshot: store.Snapshot, ledger: Path, since: str, notes: list[str]
+) -> tuple[list[dict], dict[str, str] | None, str] | None:
+    """(baseline records, baseline -> current ID map, header label) for ``--since``, or None.
+
+    ``ID`` or ``ID@DIGEST`` of this ledger's own prefix first; then, for an
+    ``ID@DIGEST`` from another branch or from before a merge renumbered it,
+    the newest committed ledger version in which that digest matches; and
+    anything that is not an ID is a commit-ish (``HEAD~3``, a branch, a tag).
+    """
+    local = delta.resolve_baseline(snapshot, since)
+    if local is not None:
+        return local, None, since
+    rid, digest = delta.parse_since(since)
+    is_id = model.is_id(rid)
+    if is_id and not digest:
+        return None  # a bare ID this ledger lacks: nothing to match a version by
+    root = store.find_repo_root(ledger.parent)
+    if root is None:
+        return None
+    from .. import history
+
+    relpath = ledger.resolve().relative_to(root.resolve()).as_posix()
+    try:
+        if is_id:
+            hit = history.baseline_from_digest(root, relpath, rid, digest or "")
+        else:
+            hit = history.baseline_from_rev(root, since, relpath)
+    except Exception as exc:  # a shallow or broken history degrades to the full briefing
+        notes.append(f"cannot search git history for {since}: {exc}")
+        return None
+    if hit is None:
+        return None
+    records, commit = hit
+    label = since if is_id else f"{since} ({commit[:12]})"
+    return records, history.delta_id_map(records, snapshot.records), label
 
 
 def _driver_notice(root: Path) -> str:
