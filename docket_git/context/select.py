@@ -211,7 +211,9 @@ class _Selector:
             stack.extend(self.by_id[rid].get("depends_on") or ())
         return targets
 
-    def tally(self, named: int, *, full: int | None = None, missing: int | None = None, uncovered=None) -> Tally:
+    def tally(
+        self, named: int, *, full: int | None = None, missing: int | None = None, uncovered: int | None = None
+    ) -> Tally:
         """The footer counts for the current state, with trial overrides."""
         f = self.full if full is None else full
         return Tally(
