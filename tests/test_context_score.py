@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from docket_git.context import scope
 from docket_git.context.config import defaults
 from docket_git.context.score import Score, in_degrees, score_records, text_points
@@ -133,3 +136,34 @@ def test_pin_and_recency_over_the_whole_history() -> None:
 def test_parts_omit_zero_components() -> None:
     assert Score(0).parts() == ""
     assert Score(450, text=50, pinned=400).parts() == "text=50, pinned=400"
+
+
+def _naive_points(hay: dict[str, str], query: str) -> dict[str, int]:
+    terms = list(dict.fromkeys(query.casefold().split()))
+    if not terms:
+        return {}
+    folded = {k: v.casefold() for k, v in hay.items()}
+    n = len(folded)
+    points = dict.fromkeys(folded, 0)
+    for term in terms:
+        holders = [k for k, v in folded.items() if term in v]
+        for k in holders:
+            points[k] += 1000 * (n + 1 - len(holders)) // (n + 1)
+    phrase = " ".join(query.casefold().split())
+    for k, v in folded.items():
+        if phrase in v:
+            points[k] += 1000
+    return {k: p for k, p in points.items() if p > 0}
+
+
+ALPHABET = st.sampled_from(["a", "b", "ab", " ", "ß", "SS", "\x00", "İ", "3"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.lists(ALPHABET, max_size=12).map("".join), min_size=1, max_size=8),
+    st.lists(ALPHABET, min_size=1, max_size=6).map("".join),
+)
+def test_corpus_matching_equals_record_by_record(hays: list[str], query: str) -> None:
+    hay = {f"c{i}": h for i, h in enumerate(hays, start=1)}
+    assert text_points(hay, query) == _naive_points(hay, query)

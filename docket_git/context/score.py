@@ -7,6 +7,8 @@ Ties break newer first (later file position).
 
 from __future__ import annotations
 
+import itertools
+from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -35,12 +37,16 @@ class Score:
         return ", ".join(f"{name}={getattr(self, name)}" for name in COMPONENTS if getattr(self, name))
 
 
-def haystack(record: dict) -> str:
-    """The casefolded text a query is matched in: id, text, rationale, choice, alternatives, scope."""
+def _fields(record: dict) -> str:
     parts = [record["id"], record["text"], record.get("rationale") or "", record.get("choice") or ""]
     parts.extend(record.get("alternatives") or ())
     parts.extend(record.get("scope") or ())
-    return " ".join(parts).casefold()
+    return " ".join(parts)
+
+
+def haystack(record: dict) -> str:
+    """The casefolded text a query is matched in: id, text, rationale, choice, alternatives, scope."""
+    return _fields(record).casefold()
 
 
 def query_terms(query: str) -> list[str]:
@@ -56,23 +62,49 @@ def text_points(haystacks: dict[str, str], query: str) -> dict[str, int]:
     query as a phrase gains 1000 more (so any record matching a one-word query
     reaches the full text weight, and a query outranks a glob scope).
     """
+    return _points(list(haystacks), list(haystacks.values()), query)
+
+
+def record_points(records: list[dict], query: str) -> dict[str, int]:
+    """``text_points`` over the haystacks of records (casefolded here in one go)."""
+    return _points([r["id"] for r in records], [_fields(r) for r in records], query)
+
+
+def _points(ids: list[str], hays: list[str], query: str) -> dict[str, int]:
     terms = query_terms(query)
     if not terms:
         return {}
-    n = len(haystacks)
-    points: dict[str, int] = {}
-    for term in terms:
-        holders = [rid for rid, hay in haystacks.items() if term in hay]
-        if not holders:
-            continue
-        weight = 1000 * (n + 1 - len(holders)) // (n + 1)
-        for rid in holders:
-            points[rid] = points.get(rid, 0) + weight
     phrase = " ".join(query.casefold().split())
-    for rid, hay in haystacks.items():
-        if phrase in hay:
-            points[rid] = points.get(rid, 0) + 1000
-    return {rid: p for rid, p in points.items() if p > 0}
+    n = len(ids)
+    # One string for the whole corpus: str.find runs in C and each hit skips to the next
+    # record, so a rare term costs almost nothing. NUL separates records; if a record holds
+    # a NUL itself (or a needle does), fall back to testing record by record.
+    corpus = "\x00".join(hays).casefold()
+    starts = list(itertools.accumulate((len(h) + 1 for h in corpus.split("\x00")), initial=0))
+    flat = len(starts) == n + 1 and "\x00" not in phrase
+    folded = None if flat else [h.casefold() for h in hays]
+
+    def holders(needle: str) -> list[int]:
+        if folded is not None:
+            return [i for i, hay in enumerate(folded) if needle in hay]
+        found: list[int] = []
+        find, pos = corpus.find, corpus.find(needle)
+        while pos >= 0:
+            i = bisect_right(starts, pos) - 1
+            found.append(i)
+            pos = find(needle, starts[i + 1])
+        return found
+
+    points = [0] * n
+    for term in terms:
+        hit = holders(term)
+        if hit:
+            weight = 1000 * (n + 1 - len(hit)) // (n + 1)
+            for i in hit:
+                points[i] += weight
+    for i in holders(phrase):
+        points[i] += 1000
+    return {ids[i]: p for i, p in enumerate(points) if p > 0}
 
 
 def in_degrees(records: Iterable[dict], resolved_by: dict[str, list[str]] | None = None) -> dict[str, int]:
@@ -153,7 +185,7 @@ class Scoring:
             del self.position[rid]
         live = [records[i] for i in self.position.values()]
         self.scope = scoping.scope_points(live, files or [], weights)
-        self.points = text_points({r["id"]: haystack(r) for r in live}, query) if query.strip() else {}
+        self.points = record_points(live, query) if query.strip() else {}
         #: In-degrees, and the reverse relation index expansion walks (one scan for both).
         self.degrees, self.incoming = references(records, current, resolved_by)
         self.span = max(1, len(records) - 1)

@@ -201,17 +201,22 @@ class _Selector:
         """Task matches and their prerequisite closure (current records), or every current record."""
         if not self.task:
             return set(self.current)
-        targets: set[str] = set()
-        stack = list(self.hits)
+        targets: set[str] = set(self.hits)
+        by_id, current = self.by_id, self.current
+        # Only decisions carry depends_on: the ID's prefix says so without a lookup.
+        stack = [p for rid in self.hits if rid[0] == "d" for p in by_id[rid].get("depends_on") or ()]
         while stack:
             rid = stack.pop()
-            if rid in targets or rid not in self.current:
+            if rid in targets or rid not in current:
                 continue
             targets.add(rid)
-            stack.extend(self.by_id[rid].get("depends_on") or ())
+            if rid[0] == "d":
+                stack.extend(by_id[rid].get("depends_on") or ())
         return targets
 
-    def tally(self, named: int, *, full: int | None = None, missing: int | None = None, uncovered=None) -> Tally:
+    def tally(
+        self, named: int, *, full: int | None = None, missing: int | None = None, uncovered: int | None = None
+    ) -> Tally:
         """The footer counts for the current state, with trial overrides."""
         f = self.full if full is None else full
         return Tally(
