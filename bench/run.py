@@ -46,6 +46,8 @@ class Case:
     sizes: tuple[int, ...] = SIZES
     #: Extra preparation inside a fresh copy of the size's repository (e.g. a dirty tree).
     prepare: Callable[[Path], None] | None = None
+    #: Standard input (hook JSON); ``{cwd}`` stands for the repository's path.
+    stdin: str | None = None
 
 
 def dirty_tree(repo: Path) -> None:
@@ -61,6 +63,26 @@ CASES: dict[str, Case] = {
     "context-query": Case(["context", "--query", "cache invalidation zephyr"], "query, auto-scope off"),
     "context-all": Case(["context", "--all"], "--all, every current record ranked"),
     "context-since": Case(["context", "--since", "{first}"], "--since the first record: a delta of the whole ledger"),
+    "hook-startup": Case(
+        ["hook", "session-start"],
+        "agent session start: auto-scoped briefing in Claude's JSON, baseline saved",
+        stdin='{"session_id": "bench", "source": "startup", "cwd": "{cwd}"}',
+    ),
+    "hook-resume": Case(
+        ["hook", "session-start"],
+        "agent resume: the delta since this session's baseline",
+        stdin='{"session_id": "bench", "source": "resume", "cwd": "{cwd}"}',
+    ),
+    "hook-guard": Case(
+        ["hook", "pre-tool-use"],
+        "guard on an agent's Edit of a scoped file (governing decisions)",
+        stdin='{"session_id": "bench-{run}", "tool_name": "Edit", "tool_input": {"file_path": "src/billing/cache.py"}, "cwd": "{cwd}"}',
+    ),
+    "append": Case(
+        ["claim", "A benchmark premise", "--scope", "src/bench.py", "--rationale", "timing", "--cost", "none"],
+        "one append: lock, validate the new line against the cached index, fsync",
+        prepare=lambda repo: None,
+    ),
 }
 
 
@@ -133,10 +155,14 @@ def workdir(name: str, case: Case, n: int, seed: int) -> Path:
     return copy
 
 
-def run_once(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, int]:
+RUNS = iter(range(10**9))
+
+
+def run_once(cmd: list[str], cwd: Path, env: dict[str, str], stdin: str | None = None) -> tuple[float, int]:
     """Seconds for one whole process, and the characters it printed."""
+    data = stdin.replace("{cwd}", str(cwd)).replace("{run}", str(next(RUNS))).encode() if stdin else None
     start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True)
+    proc = subprocess.run(cmd, cwd=cwd, env=env, input=data, capture_output=True)
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         sys.exit(f"bench: {' '.join(cmd[1:])} exited {proc.returncode}: {proc.stderr.decode()[:500]}")
@@ -149,15 +175,16 @@ def measure(name: str, case: Case, n: int, *, runs: int, seed: int) -> dict:
     cache = OUT / "cache" / f"{name}-{n}"
     env = base_env()
     env["XDG_CACHE_HOME"] = str(cache)
+    env["XDG_STATE_HOME"] = str(OUT / "state" / f"{name}-{n}")
     first = json.loads((cwd / ".docket" / "ledger.jsonl").open("rb").readline())["id"]
     cmd = [docket_command(), *(arg.replace("{first}", first) for arg in case.args)]
     cold: list[float] = []
     for _ in range(runs):
         shutil.rmtree(cache, ignore_errors=True)
-        seconds, chars = run_once(cmd, cwd, env)
+        seconds, chars = run_once(cmd, cwd, env, case.stdin)
         cold.append(seconds)
-    run_once(cmd, cwd, env)  # fill the cache
-    warm = [run_once(cmd, cwd, env)[0] for _ in range(runs)]
+    run_once(cmd, cwd, env, case.stdin)  # fill the cache
+    warm = [run_once(cmd, cwd, env, case.stdin)[0] for _ in range(runs)]
     return {
         "case": name,
         "records": n,
