@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from .conftest import Repo
@@ -91,3 +92,23 @@ def test_an_internal_error_never_fails_the_session(repo: Repo) -> None:
     code, out, err = start(repo, "startup")
     assert (code, out) == (0, "")
     assert err.startswith("docket: ") and err.count("\n") == 1
+
+
+def test_nothing_changed_short_path_matches_the_full_delta(repo: Repo) -> None:
+    seed(repo, 5)
+    baseline = (
+        next(line for line in repo.ok("context").out.splitlines() if "| latest: " in line)
+        .split("| latest: ")[1]
+        .split(" ")[0]
+    )
+    cache = Path(repo.env["XDG_CACHE_HOME"])
+    outputs = []
+    for _ in range(2):
+        shutil.rmtree(cache, ignore_errors=True)  # cold: no cached proof, the full delta path runs
+        cold = repo.ok("context", "--since", baseline).out
+        warm = repo.ok("context", "--since", baseline).out  # warm: the cache proves nothing changed
+        outputs += [cold, warm]
+    assert len(set(outputs)) == 1
+    assert "# changed: 0 added, 0 no longer available." in outputs[0]
+    repo.ok("claim", "One more")
+    assert "# changed: 1 added" in repo.ok("context", "--since", baseline).out

@@ -142,6 +142,10 @@ def _build(
     settings = config.for_ledger(path)
     if max_chars is not None:
         check_max_chars(max_chars, settings)
+    if since is not None:
+        unchanged = _unchanged_since(path, settings, since, max_chars)
+        if unchanged is not None:
+            return unchanged
     snapshot = store.read(path)
     if not snapshot.records:
         return Briefing("")
@@ -167,6 +171,35 @@ def _build(
     budget = max_chars - len(notice) if max_chars is not None else None
     request = Request(query=query, files=tuple(scoped), all=all_records, max_chars=budget)
     return Briefing(notice + compose(snapshot, settings, request, identity=identity), notes, latest)
+
+
+def _unchanged_since(path: Path, settings: config.Settings, since: str, max_chars: int | None) -> Briefing | None:
+    """The empty delta, without parsing a record, when ``since`` is the ledger's latest ``ID@DIGEST``.
+
+    An agent resuming soon after its last briefing usually finds nothing new;
+    the validated-prefix cache already proves the whole file, so the header's
+    facts (revision, latest ID) come from it. None whenever that is not certain.
+    """
+    rid, digest = delta.parse_since(since)
+    if not digest or not delta.DIGEST_RE.match(digest):
+        return None
+    snapshot = store.read(path, records=False)
+    data = snapshot.data
+    length, full = snapshot.hashed
+    if not snapshot.index.lines or length != len(data) or not data.endswith(b"\n") or data.endswith(b"\n\n"):
+        return None  # no cached proof of the whole file, or blank lines after the last record
+    latest = next(reversed(snapshot.index.lines))
+    if rid != latest or not full.startswith(digest.lower()):
+        return None
+    meta = Meta(
+        identity=identity_of(path),
+        revision=canonical.short(full),
+        latest=latest,
+        fingerprint=config.fingerprint(settings),
+    )
+    limit = max_chars if max_chars is not None else settings["budget"]["target"]
+    text = delta.render_delta(delta.Delta([], []), meta, since, limit=limit, detail=settings["index"]["detail_min"])
+    return Briefing(text, baseline=f"{latest}@{meta.revision}")
 
 
 def _baseline(
