@@ -167,3 +167,36 @@ ALPHABET = st.sampled_from(["a", "b", "ab", " ", "ß", "SS", "\x00", "İ", "3"])
 def test_corpus_matching_equals_record_by_record(hays: list[str], query: str) -> None:
     hay = {f"c{i}": h for i, h in enumerate(hays, start=1)}
     assert text_points(hay, query) == _naive_points(hay, query)
+
+
+def test_scope_strength_prefilter_keeps_fnmatch_semantics() -> None:
+    from fnmatch import fnmatchcase
+
+    from docket_git.context.scope import strength
+
+    weights = {"scope_exact": 3, "scope_glob": 2, "scope_prefix": 1}
+    files = ["src/a.py", "src/sub/b.py", "docs/x.md", "a]b.py", "src/[x].py"]
+    scopes = [
+        "src/*.py",
+        "src/",
+        "src/sub",
+        "*.md",
+        "docs/?.md",
+        "src/[ab].py",
+        "a]b.py",
+        "s*/sub/*",
+        "x/*",
+        "src/[[]x].py",
+    ]
+    for pattern in scopes:
+        expected = 0
+        prefix = pattern.rstrip("/") + "/" if "/" in pattern else None
+        for path in files:
+            if path == pattern:
+                expected = 3
+                break
+            if fnmatchcase(path, pattern):
+                expected = max(expected, 2)
+            elif prefix is not None and path.startswith(prefix):
+                expected = max(expected, 1)
+        assert strength(files, pattern, weights) == expected, pattern

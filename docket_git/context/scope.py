@@ -35,11 +35,16 @@ def strength(files: list[str], scope: str, weights: dict[str, int]) -> int:
     if not files or not scope or is_component(scope):
         return 0
     prefix = scope.rstrip("/") + "/" if "/" in scope else None
+    # Without glob characters fnmatch is plain equality; with them, the text before
+    # the first one must start the path. Both spare compiling a regex per scope,
+    # which cost a session hook 40 ms on a 1k-record ledger.
+    cut = [i for i in (scope.find("*"), scope.find("?"), scope.find("[")) if i >= 0]
+    literal = scope[: min(cut)] if cut else None
     best = 0
     for path in files:
         if path == scope:
             return weights["scope_exact"]
-        if fnmatchcase(path, scope):
+        if literal is not None and path.startswith(literal) and fnmatchcase(path, scope):
             best = max(best, weights["scope_glob"])
         elif prefix is not None and path.startswith(prefix):
             best = max(best, weights["scope_prefix"])
