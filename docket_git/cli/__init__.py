@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
 from ..store import LedgerError
-from . import agents as _agents  # noqa: F401 - registers commands
-from . import context as _context  # noqa: F401
-from . import history as _history  # noqa: F401
-from . import merge as _merge  # noqa: F401
-from . import read as _read  # noqa: F401
-from . import record as _record  # noqa: F401
-from . import setup as _setup  # noqa: F401
 from .app import app
 
-# isort: split
-# Registered after the others so that help lists it with the maintenance commands.
-from . import migrate as _migrate  # noqa: F401
+# Each module registers its commands on import; `docket --help` lists them in
+# this order: record, read, history, share across branches, set up, maintain.
+COMMAND_MODULES = ("record", "context", "read", "history", "merge", "setup", "agents", "migrate")
+for _name in COMMAND_MODULES:
+    importlib.import_module(f"{__name__}.{_name}")
 
 
 def run(args: list[str]) -> None:
