@@ -65,13 +65,15 @@ def _add_context(out: dict, agent: str, text: str, event: str) -> None:
         specific["additionalContext"] = text
 
 
+#: Exact path or directory scopes govern a file; globs and component names do not.
+_GOVERNING_WEIGHTS = {"scope_exact": 1, "scope_prefix": 1, "scope_glob": 0}
+
+
 def scope_covers(scope: str, path: str) -> bool:
     """True when a record scope governs a repository-relative file: exact path or directory."""
-    if any(ch in scope for ch in "*?["):
-        return False
-    if scope.endswith("/"):
-        return path.startswith(scope) and scope not in ("./", "/")
-    return path == scope or ("/" in scope and path.startswith(scope + "/"))
+    from .context.scope import normalize, strength
+
+    return strength([normalize(path)], normalize(scope), _GOVERNING_WEIGHTS) > 0
 
 
 def governing(records: list[dict], rel_path: str) -> list[dict]:
