@@ -48,6 +48,8 @@ class Case:
     prepare: Callable[[Path], None] | None = None
     #: Standard input (hook JSON); ``{cwd}`` stands for the repository's path.
     stdin: str | None = None
+    #: docket arguments run, untimed, before each timed run (e.g. an append the run must take in).
+    before: list[str] | None = None
 
 
 def dirty_tree(repo: Path) -> None:
@@ -68,10 +70,31 @@ CASES: dict[str, Case] = {
         "agent session start: auto-scoped briefing in Claude's JSON, baseline saved",
         stdin='{"session_id": "bench", "source": "startup", "cwd": "{cwd}"}',
     ),
+    "hook-after-append": Case(
+        ["hook", "session-start"],
+        "agent session start after another session appended a record (the cached outline grows)",
+        stdin='{"session_id": "bench", "source": "startup", "cwd": "{cwd}"}',
+        prepare=lambda repo: None,
+        before=["claim", "Appended between sessions", "--scope", "src/billing/cache.py", "--rationale", "bench"],
+    ),
     "hook-resume": Case(
         ["hook", "session-start"],
         "agent resume: the delta since this session's baseline",
         stdin='{"session_id": "bench", "source": "resume", "cwd": "{cwd}"}',
+    ),
+    "hook-resume-after-append": Case(
+        ["hook", "session-start"],
+        "agent resume after another session appended a record: a one-record delta",
+        stdin='{"session_id": "bench", "source": "resume", "cwd": "{cwd}"}',
+        prepare=lambda repo: None,
+        before=[
+            "claim",
+            "Appended while the agent was away",
+            "--scope",
+            "src/billing/cache.py",
+            "--rationale",
+            "bench",
+        ],
     ),
     "hook-guard": Case(
         ["hook", "pre-tool-use"],
@@ -178,13 +201,20 @@ def measure(name: str, case: Case, n: int, *, runs: int, seed: int) -> dict:
     env["XDG_STATE_HOME"] = str(OUT / "state" / f"{name}-{n}")
     first = json.loads((cwd / ".docket" / "ledger.jsonl").open("rb").readline())["id"]
     cmd = [docket_command(), *(arg.replace("{first}", first) for arg in case.args)]
+    before = [docket_command(), *case.before] if case.before else None
     cold: list[float] = []
     for _ in range(runs):
         shutil.rmtree(cache, ignore_errors=True)
+        if before:
+            run_once(before, cwd, env)
         seconds, chars = run_once(cmd, cwd, env, case.stdin)
         cold.append(seconds)
     run_once(cmd, cwd, env, case.stdin)  # fill the cache
-    warm = [run_once(cmd, cwd, env, case.stdin)[0] for _ in range(runs)]
+    warm = []
+    for _ in range(runs):
+        if before:
+            run_once(before, cwd, env)
+        warm.append(run_once(cmd, cwd, env, case.stdin)[0])
     return {
         "case": name,
         "records": n,

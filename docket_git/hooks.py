@@ -12,8 +12,12 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import guard, hookstate
+
+if TYPE_CHECKING:
+    from .context.outline import Outline
 
 AGENTS = ("claude", "codex", "gemini", "copilot", "cursor")
 USAGE = "usage: docket hook session-start|pre-tool-use [--for claude|codex|gemini|copilot|cursor]"
@@ -76,19 +80,16 @@ def scope_covers(scope: str, path: str) -> bool:
     return strength([normalize(path)], normalize(scope), _GOVERNING_WEIGHTS) > 0
 
 
-def governing(records: list[dict], rel_path: str) -> list[dict]:
+def governing(outline: Outline, rel_path: str) -> list[str]:
     """Current decisions whose scope covers rel_path, newest first."""
-    from .project import project
-
-    views = project(records)
-    hits = [
-        v
-        for v in views
-        if v["kind"] == "decision"
-        and not v["retired_by"]
-        and any(scope_covers(s, rel_path) for s in v.get("scope") or [])
-    ]
-    return hits[::-1]
+    hits = {
+        rid
+        for scope, holders in outline.scopes.items()
+        if scope_covers(scope, rel_path)
+        for rid in holders
+        if outline.records[rid]["kind"] == "decision"
+    }
+    return sorted(hits, key=outline.pos.__getitem__, reverse=True)
 
 
 def _governing_context(payload: dict, path: str, cwd: Path) -> str | None:
@@ -115,11 +116,16 @@ def _governing_context(payload: dict, path: str, cwd: Path) -> str | None:
     seen = set(state.get("governed", []))
     if rel in seen:
         return None
-    hits = governing(store.parse(ledger, raw).records, rel)
+    from .context.briefing import read_outline
+    from .project import view as project_view
+
+    outline = read_outline(ledger)[0]
+    hits = governing(outline, rel)
     if not hits:
         return None
     lines = [f"Recorded decisions govern {rel}; read one with `docket show ID`:"]
-    for view in hits[:MAX_GOVERNING]:
+    for rid in hits[:MAX_GOVERNING]:
+        view = project_view(outline.records[rid], outline.derived)
         text = view["text"] if len(view["text"]) <= 90 else view["text"][:89] + "…"
         lines.append(f"{view['id']} {view['kind']} {view['state']}: {text}")
     if len(hits) > MAX_GOVERNING:

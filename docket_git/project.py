@@ -7,6 +7,7 @@ recursion, however long the chains.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 
@@ -32,46 +33,54 @@ def derive(records: list[dict]) -> Derived:
     for record in records:
         for target in record.get("supersedes") or ():
             retired_by[target] = record["id"]
-
+    derived = Derived(retired_by)
     by_id: dict[str, dict] = {}
-    blocked: dict[str, list[str]] = {}
     for record in records:
-        rid = record["id"]
-        by_id[rid] = record
-        if record["kind"] != "decision":
-            continue
+        by_id[record["id"]] = record
+        settle(record, by_id, derived)
+    return derived
+
+
+def settle(record: dict, by_id: Mapping[str, dict], derived: Derived) -> None:
+    """Add one record's blocked_by (a decision) and the questions it resolves to derived.
+
+    Every record before it must be settled already, and ``retired_by`` must
+    be final: a record's state depends only on earlier records and on what
+    supersedes them. ``by_id`` looks up earlier records (it may be lazy).
+    """
+    rid = record["id"]
+    kind = record["kind"]
+    retired_by, blocked = derived.retired_by, derived.blocked
+    if kind == "decision":
         if record["state"] != "adopted" or rid in retired_by:
             blocked[rid] = [rid]
-            continue
-        reasons: list[str] = []
-        for prereq in record.get("depends_on") or ():
-            target = by_id.get(prereq)
-            if target is None:  # defensive: a validated ledger never gets here
-                reasons.append(prereq)
-            elif target["kind"] == "claim":
-                if target["state"] != "accepted" or prereq in retired_by:
+        else:
+            reasons: list[str] = []
+            for prereq in record.get("depends_on") or ():
+                target = by_id.get(prereq)
+                if target is None:  # defensive: a validated ledger never gets here
                     reasons.append(prereq)
-            elif target["kind"] == "decision":
-                if blocked[prereq]:
+                elif target["kind"] == "claim":
+                    if target["state"] != "accepted" or prereq in retired_by:
+                        reasons.append(prereq)
+                elif target["kind"] == "decision":
+                    if blocked[prereq]:
+                        reasons.append(prereq)
+                        reasons.extend(blocked[prereq])
+                else:
                     reasons.append(prereq)
-                    reasons.extend(blocked[prereq])
-            else:
-                reasons.append(prereq)
-        blocked[rid] = _dedupe(reasons) if reasons else reasons
-
-    resolved_by: dict[str, list[str]] = {}
-    for record in records:
-        rid = record["id"]
-        if not record.get("answers") or rid in retired_by:
-            continue
-        kind = record["kind"]
-        if (kind == "claim" and record["state"] == "accepted") or (kind == "decision" and not blocked[rid]):
-            for question in record["answers"]:
-                resolved_by.setdefault(question, []).append(rid)
-    for question, answers in resolved_by.items():
-        if len(answers) > 1:
-            resolved_by[question] = _dedupe(answers)
-    return Derived(retired_by, blocked, resolved_by)
+            blocked[rid] = _dedupe(reasons) if reasons else reasons
+    answers = record.get("answers")
+    if not answers or rid in retired_by:
+        return
+    if (kind == "claim" and record["state"] == "accepted") or (kind == "decision" and not blocked[rid]):
+        resolved_by = derived.resolved_by
+        for question in answers:
+            resolvers = resolved_by.get(question)
+            if resolvers is None:
+                resolved_by[question] = [rid]
+            elif rid not in resolvers:
+                resolvers.append(rid)
 
 
 def view(record: dict, derived: Derived) -> dict:

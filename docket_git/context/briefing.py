@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import canonical, model, store
-from . import config, delta, scope
+from . import config, delta, outline, scope
+from .outline import Outline
 from .render import Meta
-from .select import Request, check_max_chars, select
+from .select import Request, check_max_chars, select, select_outline
 
 
 @dataclass
@@ -29,10 +30,15 @@ class Briefing:
 
 def meta_for(snapshot: store.Snapshot, identity: str, settings: config.Settings) -> Meta:
     """The header's ledger facts: digests over the raw ledger bytes, shown as 12 hex."""
+    latest = snapshot.records[-1]["id"] if snapshot.records else ""
+    return _meta(identity, snapshot.revision(), latest, settings)
+
+
+def _meta(identity: str, revision: str, latest: str, settings: config.Settings) -> Meta:
     return Meta(
         identity=identity,
-        revision=canonical.short(snapshot.revision()),
-        latest=snapshot.records[-1]["id"] if snapshot.records else "",
+        revision=canonical.short(revision),
+        latest=latest,
         fingerprint=config.fingerprint(settings),
     )
 
@@ -146,13 +152,16 @@ def _build(
         unchanged = _unchanged_since(path, settings, since, max_chars)
         if unchanged is not None:
             return unchanged
-    snapshot = store.read(path)
-    if not snapshot.records:
-        return Briefing("")
     identity = identity_of(path)
     notes: list[str] = []
-    latest = f"{snapshot.records[-1]['id']}@{canonical.short(snapshot.revision())}"
     if since is not None:
+        quick = _appended_since(path, settings, since, max_chars, identity)
+        if quick is not None:
+            return quick
+        snapshot = store.read(path)
+        if not snapshot.records:
+            return Briefing("")
+        latest = f"{snapshot.records[-1]['id']}@{canonical.short(snapshot.revision())}"
         found = _baseline(snapshot, path, since, notes)
         if found is not None:
             baseline, id_map, label = found
@@ -161,6 +170,18 @@ def _build(
             )
             return Briefing(text, notes, latest)
         notes.append(f"baseline {since} is unknown or stale; printing a full briefing")
+        ledger_outline: Outline = Outline.build(snapshot.records)
+        revision = snapshot.revision()
+    elif query.strip():
+        # A query reads every record's prose: parse the whole ledger.
+        snapshot = store.read(path)
+        ledger_outline, revision = Outline.build(snapshot.records), snapshot.revision()
+    else:
+        ledger_outline, revision = read_outline(path)
+    if not ledger_outline.ids:
+        return Briefing("")
+    meta = _meta(identity, revision, ledger_outline.ids[-1], settings)
+    latest = f"{meta.latest}@{meta.revision}"
     scoped = task_files(
         path.parent.parent, settings, query=query, files=files, all_records=all_records, auto_scope=auto_scope
     )
@@ -170,7 +191,19 @@ def _build(
         notice = ""
     budget = max_chars - len(notice) if max_chars is not None else None
     request = Request(query=query, files=tuple(scoped), all=all_records, max_chars=budget)
-    return Briefing(notice + compose(snapshot, settings, request, identity=identity), notes, latest)
+    return Briefing(notice + select_outline(ledger_outline, settings, request, meta), notes, latest)
+
+
+def read_outline(path: Path) -> tuple[Outline, str]:
+    """The ledger's validated outline (cached by content) and its revision (SHA-256 through the last record)."""
+    snapshot = store.read(path, records=False)
+    data = snapshot.data
+    end = outline.records_end(data, snapshot.valid_length)
+    if end == 0:
+        return Outline.build([]), canonical.sha256(b"")
+    length, digest = snapshot.hashed
+    revision = digest if length == end and digest else canonical.sha256(memoryview(data)[:end])
+    return outline.load(path, data, end, revision), revision
 
 
 def _unchanged_since(path: Path, settings: config.Settings, since: str, max_chars: int | None) -> Briefing | None:
@@ -191,15 +224,37 @@ def _unchanged_since(path: Path, settings: config.Settings, since: str, max_char
     latest = next(reversed(snapshot.index.lines))
     if rid != latest or not full.startswith(digest.lower()):
         return None
-    meta = Meta(
-        identity=identity_of(path),
-        revision=canonical.short(full),
-        latest=latest,
-        fingerprint=config.fingerprint(settings),
-    )
+    meta = _meta(identity_of(path), full, latest, settings)
     limit = max_chars if max_chars is not None else settings["budget"]["target"]
     text = delta.render_delta(delta.Delta([], []), meta, since, limit=limit, detail=settings["index"]["detail_min"])
     return Briefing(text, baseline=f"{latest}@{meta.revision}")
+
+
+def _appended_since(
+    path: Path, settings: config.Settings, since: str, max_chars: int | None, identity: str
+) -> Briefing | None:
+    """The delta from the cached outline when ``since`` names a record of this very ledger.
+
+    None (the caller compares full projections) for anything else: an
+    unknown or renumbered baseline, or a supersession after it.
+    """
+    rid, digest = delta.parse_since(since)
+    if not model.is_id(rid) or (digest is not None and not delta.DIGEST_RE.match(digest)):
+        return None
+    found, revision = read_outline(path)
+    position = found.pos.get(rid)
+    lines = found.records
+    if position is None or not isinstance(lines, outline.Lines):
+        return None
+    if digest is not None and not lines.prefix_digest(rid).startswith(digest.lower()):
+        return None
+    change = delta.appended(found, position)
+    if change is None:
+        return None
+    meta = _meta(identity, revision, found.ids[-1], settings)
+    limit = max_chars if max_chars is not None else settings["budget"]["target"]
+    text = delta.render_delta(change, meta, since, limit=limit, detail=settings["index"]["detail_min"])
+    return Briefing(text, baseline=f"{meta.latest}@{meta.revision}")
 
 
 def _baseline(

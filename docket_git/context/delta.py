@@ -10,11 +10,13 @@ baseline IDs to current ones.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from .. import model
-from ..project import derive, is_available, project, view
+from ..project import Derived, derive, is_available, project, view
 from . import render
+from .outline import Outline
 from .render import Entry, Meta
 from .select import blocking_chains, chain_text
 
@@ -81,13 +83,33 @@ def delta(baseline: list[dict], current: list[dict], id_map: dict[str, str] | No
             lost.append(then)
         elif not is_available(later):
             lost.append(later)
-    by_record = {r["id"]: r for r in current}
+    return Delta(added, lost, _chains((*added, *lost), {r["id"]: r for r in current}, derived))
+
+
+def _chains(views: Iterable[dict], by_id: Mapping[str, dict], derived: Derived) -> dict[str, tuple[str, ...]]:
     chains = {}
-    for v in (*added, *lost):
-        found = blocking_chains(v["id"], by_record, derived)
+    for v in views:
+        found = blocking_chains(v["id"], by_id, derived)
         if found:
             chains[v["id"]] = tuple(chain_text(c) for c in found)
-    return Delta(added, lost, chains)
+    return chains
+
+
+def appended(outline: Outline, position: int) -> Delta | None:
+    """The delta since the record at ``position`` of this same ledger, from its outline; None if not certain.
+
+    A record's availability depends only on earlier records and on what
+    supersedes it, so when no record after the baseline supersedes anything,
+    nothing available then has stopped being available: the delta is just
+    the records added since. Otherwise None, and the caller compares the
+    two projections in full.
+    """
+    records, derived = outline.records, outline.derived
+    later = [records[rid] for rid in outline.ids[position + 1 :]]
+    if any(r.get("supersedes") for r in later):
+        return None
+    added = [view(r, derived) for r in later]
+    return Delta(added, [], _chains(added, records, derived))
 
 
 def changed_line(d: Delta) -> str:

@@ -8,7 +8,6 @@ they only match query text. Matching is casefolded and ``\\`` reads as ``/``.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable
 from fnmatch import fnmatchcase
 from pathlib import Path
 
@@ -51,22 +50,23 @@ def strength(files: list[str], scope: str, weights: dict[str, int]) -> int:
     return best
 
 
-def scope_points(records: Iterable[dict], files: list[str], weights: dict[str, int]) -> dict[str, int]:
-    """Record ID -> scope component for the given task files; each distinct scope is matched once."""
+def scope_points(scopes: dict[str, list[str]], files: list[str], weights: dict[str, int]) -> dict[str, int]:
+    """Record ID -> scope component for the given task files: the best of the record's scopes.
+
+    ``scopes`` maps each scope string as recorded to the records carrying it,
+    so each distinct scope is matched once however many records share it.
+    """
     norm_files = list(dict.fromkeys(normalize(f) for f in files if f))
     out: dict[str, int] = {}
     if not norm_files:
         return out
-    memo: dict[str, int] = {}
-    for record in records:
-        best = 0
-        for raw in record.get("scope") or ():
-            value = memo.get(raw)
-            if value is None:
-                value = memo[raw] = strength(norm_files, normalize(raw), weights)
-            best = max(best, value)
-        if best:
-            out[record["id"]] = best
+    get = out.get
+    for raw, holders in scopes.items():
+        value = strength(norm_files, normalize(raw), weights)
+        if value:
+            for rid in holders:
+                if get(rid, 0) < value:
+                    out[rid] = value
     return out
 
 

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from . import scope as scoping
+from .outline import Outline, references
 
 COMPONENTS: tuple[str, ...] = ("scope", "text", "recency", "degree", "pinned")
 #: Query points are capped here before the text weight scales them.
@@ -115,81 +116,26 @@ def in_degrees(records: Iterable[dict], resolved_by: dict[str, list[str]] | None
     return references(list(records), None, resolved_by)[0]
 
 
-def references(
-    records: list[dict], current: set[str] | None, resolved_by: dict[str, list[str]] | None = None
-) -> tuple[dict[str, int], dict[str, list[str]]]:
-    """In-degrees (from every record), and record ID -> current records that cite it, in one scan.
-
-    ``resolved_by`` (question -> resolving records) stands in for the field of
-    projected views when raw records are given; a resolved question then
-    counts as citing each record that resolves it.
-    """
-    counts: dict[str, int] = {}
-    incoming: dict[str, list[str]] = {}
-    get = counts.get
-    views = resolved_by is None
-    for record in records:
-        supports = record.get("supports")
-        depends = record.get("depends_on")
-        answers = record.get("answers")
-        resolved = record.get("resolved_by") if views else None
-        if not (supports or depends or answers or resolved):
-            continue
-        refs: list[str] = [ref for group in supports for ref in group] if supports else []
-        if depends:
-            refs.extend(depends)
-        if answers:
-            refs.extend(answers)
-        if resolved:
-            refs.extend(resolved)
-        for ref in refs:
-            counts[ref] = get(ref, 0) + 1
-        src = record["id"]
-        if current is None or src in current:
-            for ref in dict.fromkeys(refs):
-                incoming.setdefault(ref, []).append(src)
-    if resolved_by:
-        for question, answering in resolved_by.items():
-            cites = current is None or question in current
-            for ref in answering:
-                counts[ref] = get(ref, 0) + 1
-                if cites:
-                    incoming.setdefault(ref, []).append(question)
-    return counts, incoming
-
-
 class Scoring:
-    """Scores of the current records of a ledger: totals up front, parts on demand.
-
-    Takes raw records in file order (retired included) with projection's
-    ``resolved_by`` map, or projected views without it.
-    """
+    """Scores of the current records of an outline: totals up front, parts on demand."""
 
     def __init__(
-        self,
-        records: list[dict],
-        current: set[str],
-        weights: dict[str, int],
-        *,
-        resolved_by: dict[str, list[str]] | None = None,
-        position: dict[str, int] | None = None,
-        files: list[str] | None = None,
-        query: str = "",
+        self, outline: Outline, weights: dict[str, int], *, files: list[str] | None = None, query: str = ""
     ) -> None:
         self.weights = weights
+        pos = outline.pos
         #: Current record -> its 0-based position in the whole history.
-        if position is None:
-            position = {r["id"]: i for i, r in enumerate(records)}
-        self.position: dict[str, int] = position.copy()  # then drop the (few) retired records
-        for rid in position.keys() - current:
-            del self.position[rid]
-        live = [records[i] for i in self.position.values()]
-        self.scope = scoping.scope_points(live, files or [], weights)
-        self.points = record_points(live, query) if query.strip() else {}
-        #: In-degrees, and the reverse relation index expansion walks (one scan for both).
-        self.degrees, self.incoming = references(records, current, resolved_by)
-        self.span = max(1, len(records) - 1)
-        self.pinned: set[str] = {r["id"] for r in live if r.get("pinned")}
+        self.position: dict[str, int] = {rid: pos[rid] for rid in outline.live}
+        self.scope = scoping.scope_points(outline.scopes, files or [], weights)
+        if query.strip():
+            records = outline.records
+            self.points = record_points([records[rid] for rid in outline.live], query)
+        else:
+            self.points = {}
+        #: In-degrees, and the reverse relation index expansion walks.
+        self.degrees, self.incoming = outline.degrees, outline.incoming
+        self.span = max(1, len(outline.ids) - 1)
+        self.pinned: set[str] = outline.pinned
         #: Task hits: records matching the task's files or query.
         self.hits: set[str] = set(self.scope) | set(self.points)
         w = weights
@@ -236,5 +182,8 @@ def score_records(
     query: str = "",
 ) -> dict[str, Score]:
     """Scores for the current records of a projected history (file order, retired included)."""
-    scoring = Scoring(history, set(current_ids), weights, files=files, query=query)
+    outline = Outline.build(history)
+    if set(current_ids) != outline.current:
+        raise ValueError("current_ids must be the records no later record supersedes")
+    scoring = Scoring(outline, weights, files=files, query=query)
     return {rid: scoring[rid] for rid in scoring.totals}

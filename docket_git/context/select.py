@@ -17,12 +17,14 @@ ladder (see ``_layout``). Blocks are never cut; lengths are exact.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from .. import model
-from ..project import Derived, derive, view
+from ..project import Derived, view
 from . import render
 from .config import Settings
+from .outline import Outline
 from .render import Entry, Meta, Tally
 from .score import Scoring
 
@@ -78,7 +80,7 @@ def _unavailable(record: dict, derived: Derived) -> str | None:
     return record["state"]
 
 
-def blocking_chains(record_id: str, by_id: dict[str, dict], derived: Derived) -> list[list[str]]:
+def blocking_chains(record_id: str, by_id: Mapping[str, dict], derived: Derived) -> list[list[str]]:
     """Each chain of prerequisites that blocks a current adopted decision, as [step, ..., reason].
 
     ``blocked_by`` flattens chains into one list; this keeps them apart, so
@@ -127,7 +129,7 @@ def chain_text(chain: list[str]) -> str:
 class _Selector:
     """Admission state and exact briefing lengths for one briefing."""
 
-    def __init__(self, records: list[dict], derived: Derived, settings: Settings, request: Request, meta: Meta) -> None:
+    def __init__(self, outline: Outline, settings: Settings, request: Request, meta: Meta) -> None:
         self.request = request
         self.meta = meta
         self.soft, self.hard = limits(settings, request.max_chars)
@@ -137,31 +139,25 @@ class _Selector:
         self.decay = (exp["decay_numerator"], exp["decay_denominator"])
         self.floor = exp["floor"]
 
-        self.records = records
-        self.derived = derived
-        self.by_id: dict[str, dict] = {r["id"]: r for r in records}
-        self.pos: dict[str, int] = {rid: i for i, rid in enumerate(self.by_id)}
-        self.current: set[str] = self.by_id.keys() - derived.retired_by.keys()
-        self.retired_count = len(records) - len(self.current)
+        self.outline = outline
+        self.derived = outline.derived
+        #: Record ID -> full record (parsed on first use when the outline came from the cache).
+        self.by_id: Mapping[str, dict] = outline.records
+        self.pos: dict[str, int] = outline.pos
+        self.current: set[str] = outline.current
+        self.retired_count = outline.retired_count()
         self._views: dict[str, dict] = {}
         self.files = list(request.files)
         self.query = request.query if request.query.strip() else ""
-        self.scores = Scoring(
-            records,
-            self.current,
-            settings["weights"],
-            resolved_by=derived.resolved_by,
-            position=self.pos,
-            files=self.files,
-            query=self.query,
-        )
+        self.scores = Scoring(outline, settings["weights"], files=self.files, query=self.query)
         self.task = bool(self.query or self.files) and not request.all
         self.mode = "all" if request.all else ("task" if self.task else "unscoped")
         # Descending score, then newer first: sort plain integers that carry the position.
         totals, pos = self.scores.totals, self.pos
         keys = sorted([(total << 40) | pos[rid] for rid, total in totals.items()], reverse=True)
         mask = (1 << 40) - 1
-        self.order = [records[key & mask]["id"] for key in keys]
+        ids = outline.ids
+        self.order = [ids[key & mask] for key in keys]
         self.top = max(1, totals[self.order[0]]) if self.order else 1
         hits = self.scores.hits
         self.hits = [rid for rid in self.order if rid in hits] if self.task else []
@@ -202,16 +198,14 @@ class _Selector:
         if not self.task:
             return set(self.current)
         targets: set[str] = set(self.hits)
-        by_id, current = self.by_id, self.current
-        # Only decisions carry depends_on: the ID's prefix says so without a lookup.
-        stack = [p for rid in self.hits if rid[0] == "d" for p in by_id[rid].get("depends_on") or ()]
+        depends, current = self.outline.depends, self.current
+        stack = [p for rid in self.hits for p in depends.get(rid, ())]
         while stack:
             rid = stack.pop()
             if rid in targets or rid not in current:
                 continue
             targets.add(rid)
-            if rid[0] == "d":
-                stack.extend(by_id[rid].get("depends_on") or ())
+            stack.extend(depends.get(rid, ()))
         return targets
 
     def tally(
@@ -442,7 +436,8 @@ class _Selector:
         if self.task and self.hits:
             roots, label, mandatory = self.hits, "selected", True
         elif self.task:
-            roots = [r for r in self.order if self.by_id[r].get("pinned")]
+            pinned = self.scores.pinned
+            roots = [r for r in self.order if r in pinned]
             label, mandatory = "fallback pin", False
         else:
             roots, label, mandatory = self.order, "selected", self.request.all
@@ -462,8 +457,9 @@ class _Selector:
         self.expand(list(self.entries))
         if self.task and self.hits:
             hits = set(self.hits)
+            pinned = self.scores.pinned
             for rid in self.order:
-                if self.by_id[rid].get("pinned") and rid not in hits and rid not in self.admitted:
+                if rid in pinned and rid not in hits and rid not in self.admitted:
                     start = len(self.entries)
                     if self._root(rid, "fallback pin", mandatory=False):
                         self.expand(self.entries[start:])
@@ -583,13 +579,15 @@ class _Selector:
         return text if text and len(text) <= hard else None
 
 
-def select(
-    records: list[dict], settings: Settings, request: Request, meta: Meta, derived: Derived | None = None
-) -> str:
-    """The briefing for validated records in file order (retired included); "" when there are none.
-
-    ``derived`` is ``project.derive(records)``, computed here when not given.
-    """
+def select(records: list[dict], settings: Settings, request: Request, meta: Meta) -> str:
+    """The briefing for validated records in file order (retired included); "" when there are none."""
     if not records:
         return ""
-    return _Selector(records, derive(records) if derived is None else derived, settings, request, meta).run()
+    return select_outline(Outline.build(records), settings, request, meta)
+
+
+def select_outline(outline: Outline, settings: Settings, request: Request, meta: Meta) -> str:
+    """The briefing for a ledger's outline; "" when the ledger has no records."""
+    if not outline.ids:
+        return ""
+    return _Selector(outline, settings, request, meta).run()
