@@ -11,7 +11,10 @@ import posixpath
 import re
 import shlex
 
-EDIT_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "write_file", "replace", "edit"})
+#: File-writing tools: Claude's and Codex's, Gemini's (write_file, replace), Copilot's (edit, create).
+EDIT_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "write_file", "replace", "edit", "create"})
+#: Shell tools: Claude's and Codex's Bash, Gemini's run_shell_command, Copilot's bash and powershell.
+SHELL_TOOLS = frozenset({"Bash", "run_shell_command", "shell", "bash", "powershell"})
 PATH_KEYS = ("file_path", "notebook_path", "path", "absolute_path")
 
 _LEDGER_WORD = re.compile(r"(?:^|[\s'\"=:(/])(?:[^\s'\";|&<>()]*/)?\.docket(?:/[^\s'\";|&<>()]*)?")
@@ -155,7 +158,7 @@ def ask_reason(tool_name: str, tool_input: dict, cwd: str = "") -> str | None:
     path = edited_path(tool_name, tool_input)
     if path is not None:
         return ASK_REASON.format(target=path) if is_ledger_path(path, cwd) else None
-    if tool_name in ("Bash", "run_shell_command", "shell"):
+    if tool_name in SHELL_TOOLS:
         command = tool_input.get("command")
         if isinstance(command, list):
             command = " ".join(str(c) for c in command)

@@ -36,16 +36,58 @@ def _emit(payload: dict) -> None:
     sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
 
 
+# Agents name the same facts differently: Claude, Codex and Gemini (and Copilot's
+# PascalCase events) send snake_case; Copilot's camelCase events send sessionId,
+# toolName and toolArgs (a JSON string); Cursor sends conversation_id and
+# workspace_roots, and a bare command for beforeShellExecution.
+
+
+def session_of(payload: dict) -> str:
+    """The agent's session ID, whichever field carries it ("" when none does)."""
+    for key in ("session_id", "sessionId", "conversation_id"):
+        value = payload.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def cwd_of(payload: dict) -> Path:
+    """The directory the agent works in: cwd, else the first workspace root, else ours."""
+    cwd = payload.get("cwd")
+    if not (isinstance(cwd, str) and cwd):
+        roots = payload.get("workspace_roots")
+        cwd = roots[0] if isinstance(roots, list) and roots and isinstance(roots[0], str) else ""
+    return Path(cwd or os.getcwd())
+
+
+def tool_call(payload: dict) -> tuple[str, dict] | None:
+    """(tool name, tool arguments) of a pre-tool-use payload, or None when it names no tool call."""
+    tool = payload.get("tool_name", payload.get("toolName"))
+    args = payload.get("tool_input", payload.get("toolArgs"))
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError:
+            return None
+    if args is None and isinstance(payload.get("command"), str):
+        tool, args = "Bash", {"command": payload["command"]}  # Cursor's beforeShellExecution
+    if not isinstance(tool, str) or not isinstance(args, dict):
+        return None
+    return tool, args
+
+
 # -- pre-tool-use ---------------------------------------------------------------
 
 
-def _ask(agent: str, reason: str, context: str | None) -> dict:
+def _ask(agent: str, reason: str) -> dict:
+    """The agent's way of saying: ask the user before this tool call runs."""
     if agent == "cursor":
         out = {"permission": "ask", "user_message": reason, "agent_message": reason}
     elif agent == "copilot":
         out = {"permissionDecision": "ask", "permissionDecisionReason": reason}
     elif agent == "gemini":
-        out = {"decision": "ask", "reason": reason}
+        # Gemini's BeforeTool knows allow and deny only: deny, and the reason tells the agent the way.
+        out = {"decision": "deny", "reason": reason}
     else:
         out = {
             "hookSpecificOutput": {
@@ -54,8 +96,6 @@ def _ask(agent: str, reason: str, context: str | None) -> dict:
                 "permissionDecisionReason": reason,
             }
         }
-    if context:
-        _add_context(out, agent, context, "PreToolUse" if agent != "gemini" else "BeforeTool")
     return out
 
 
@@ -111,7 +151,7 @@ def _governing_context(payload: dict, path: str, cwd: Path) -> str | None:
     first = rel.split("/", 1)[0]
     if first.encode() not in raw:
         return None
-    session = str(payload.get("session_id") or "")
+    session = session_of(payload)
     state = hookstate.load(session)
     seen = set(state.get("governed", []))
     if rel in seen:
@@ -137,24 +177,24 @@ def _governing_context(payload: dict, path: str, cwd: Path) -> str | None:
 
 def pre_tool_use(payload: dict, agent: str) -> None:
     """Ask before a tool call writes a ledger; add governing decisions to file edits."""
-    tool = str(payload.get("tool_name") or "")
-    tool_input = payload.get("tool_input")
-    if tool_input is None and isinstance(payload.get("command"), str):
-        tool, tool_input = "Bash", {"command": payload["command"]}  # Cursor's beforeShellExecution
-    if not isinstance(tool_input, dict):
+    call = tool_call(payload)
+    if call is None:
         return
-    cwd = Path(str(payload.get("cwd") or os.getcwd()))
+    tool, tool_input = call
+    cwd = cwd_of(payload)
     reason = guard.ask_reason(tool, tool_input, str(cwd))
     if reason is not None:
-        _emit(_ask(agent, reason, None))
+        _emit(_ask(agent, reason))
         return
     path = guard.edited_path(tool, tool_input)
     if path is None:
         return
+    if agent == "gemini":
+        return  # Gemini's BeforeTool has no channel for added context
     context = _governing_context(payload, path, cwd)
     if context:
         out: dict = {}
-        _add_context(out, agent, context, "PreToolUse" if agent != "gemini" else "BeforeTool")
+        _add_context(out, agent, context, "PreToolUse")
         _emit(out)
 
 
@@ -171,10 +211,10 @@ def session_start(payload: dict, agent: str) -> None:
     from .context.envelope import wrap
 
     source = str(payload.get("source") or payload.get("trigger") or "startup")
-    cwd = Path(str(payload.get("cwd") or os.getcwd()))
+    cwd = cwd_of(payload)
     if not cwd.is_dir():
         return
-    session = str(payload.get("session_id") or "")
+    session = session_of(payload)
     state = hookstate.load(session)
     # startup, clear and compact leave the agent with no record in context: brief in full.
     since = state.get("baseline") if source == "resume" else None

@@ -150,3 +150,61 @@ def test_internal_error_never_fails_the_session(repo: Repo) -> None:
     code, out, err = hook(repo, payload)
     assert (code, out) == (0, "")
     assert err.startswith("docket: ") and err.count("\n") == 1
+
+
+def test_gemini_gets_deny_because_its_before_tool_has_no_ask(repo: Repo) -> None:
+    payload = {"tool_name": "write_file", "tool_input": {"file_path": ".docket/ledger.jsonl"}, "cwd": str(repo.path)}
+    out = json.loads(hook(repo, payload, "--for", "gemini")[1])
+    assert out["decision"] == "deny"
+    assert "docket claim" in out["reason"]
+    shell = {"tool_name": "run_shell_command", "tool_input": {"command": "sed -i d .docket/ledger.jsonl"}}
+    assert json.loads(hook(repo, {**shell, "cwd": str(repo.path)}, "--for", "gemini")[1])["decision"] == "deny"
+
+
+def test_gemini_edit_of_a_scoped_file_stays_silent(repo: Repo) -> None:
+    repo.ok("decision", "Rule", "--choice", "x", "--scope", "src/")
+    payload = {
+        "session_id": "g",
+        "tool_name": "replace",
+        "tool_input": {"file_path": "src/a.py"},
+        "cwd": str(repo.path),
+    }
+    assert hook(repo, payload, "--for", "gemini") == (0, "", "")  # BeforeTool cannot carry added context
+    assert json.loads(hook(repo, payload)[1])["hookSpecificOutput"]["additionalContext"]  # Claude's can
+
+
+def test_copilot_camel_case_payloads(repo: Repo) -> None:
+    """Copilot's camelCase events send toolName and toolArgs as a JSON string; edit and create take path."""
+    for tool, args in [
+        ("bash", {"command": "echo x >> .docket/ledger.jsonl"}),
+        ("powershell", {"command": "echo x > .docket/ledger.jsonl"}),
+        ("edit", {"path": str(repo.ledger)}),
+        ("create", {"path": ".docket/ledgers/new.jsonl"}),
+    ]:
+        payload = {"sessionId": "p", "cwd": str(repo.path), "toolName": tool, "toolArgs": json.dumps(args)}
+        out = json.loads(hook(repo, payload, "--for", "copilot")[1])
+        assert out["permissionDecision"] == "ask", tool
+    view = {"sessionId": "p", "cwd": str(repo.path), "toolName": "view", "toolArgs": '{"path": ".docket/ledger.jsonl"}'}
+    assert hook(repo, view, "--for", "copilot") == (0, "", "")
+    assert hook(repo, {**view, "toolArgs": "{not json"}, "--for", "copilot") == (0, "", "")
+
+
+def test_copilot_governing_context_keyed_by_its_session_id(repo: Repo) -> None:
+    repo.ok("decision", "Payments keep keys", "--choice", "keys", "--scope", "src/pay/")
+    payload = {"sessionId": "p1", "cwd": str(repo.path), "toolName": "edit", "toolArgs": {"path": "src/pay/a.py"}}
+    out = json.loads(hook(repo, payload, "--for", "copilot")[1])
+    assert "d1 decision adopted: Payments keep keys" in out["additionalContext"]
+    assert hook(repo, payload, "--for", "copilot") == (0, "", "")  # once per session and file
+    assert hook(repo, {**payload, "sessionId": "p2"}, "--for", "copilot")[1]
+
+
+def test_cursor_shell_payload_without_cwd_uses_the_workspace_root(repo: Repo, tmp_path) -> None:
+    payload = {
+        "conversation_id": "cur",
+        "hook_event_name": "beforeShellExecution",
+        "command": "echo x >> .docket/ledger.jsonl",
+        "workspace_roots": [str(repo.path)],
+    }
+    result = repo.docket("hook", "pre-tool-use", "--for", "cursor", input=json.dumps(payload), cwd=tmp_path)
+    out = json.loads(result.out)
+    assert out["permission"] == "ask" and "docket claim" in out["agent_message"]

@@ -112,3 +112,27 @@ def test_nothing_changed_short_path_matches_the_full_delta(repo: Repo) -> None:
     assert "# changed: 0 added, 0 no longer available." in outputs[0]
     repo.ok("claim", "One more")
     assert "# changed: 1 added" in repo.ok("context", "--since", baseline).out
+
+
+def test_cursor_payload_names_its_session_and_workspace_differently(repo: Repo, tmp_path: Path) -> None:
+    seed(repo)
+    payload = {"conversation_id": "cur-1", "hook_event_name": "sessionStart", "workspace_roots": [str(repo.path)]}
+    result = repo.docket("hook", "session-start", "--for", "cursor", input=json.dumps(payload), cwd=tmp_path)
+    assert result.code == 0, result.err
+    assert json.loads(result.out)["additional_context"].startswith("# docket: ")
+    states = list(Path(repo.env["XDG_STATE_HOME"]).glob("docket-git/sessions/*.json"))
+    assert len(states) == 1  # remembered under the conversation ID
+
+
+def test_copilot_camel_case_session_id_keys_the_resume(repo: Repo) -> None:
+    seed(repo)
+
+    def run(source: str) -> str:
+        payload = {"sessionId": "cp-1", "cwd": str(repo.path), "source": source, "timestamp": 1}
+        return json.loads(repo.ok("hook", "session-start", "--for", "copilot", input=json.dumps(payload)).out)[
+            "additionalContext"
+        ]
+
+    assert run("new").startswith("# docket: ")
+    repo.ok("claim", "Appended meanwhile", "--scope", "src/x.py")
+    assert "# changed: 1 added" in run("resume")
