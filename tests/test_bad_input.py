@@ -115,3 +115,25 @@ def test_non_utf8_line(repo: Repo) -> None:
     result = repo.docket("list")
     assert result.code == 1
     assert result.err.startswith("docket: line 2: invalid JSON: not UTF-8")
+
+
+@pytest.mark.parametrize(
+    ("args", "first_line"),
+    [
+        (["claim"], "docket: claim: missing argument 'text'"),
+        (["claim", "x", "--bogus"], "docket: claim: no such option: --bogus"),
+        (["list", "--limit", "3"], "docket: list: no such option: --limit"),
+        (["lst"], "docket: no such command 'lst'"),
+        (["decision", "x", "--choice", "y", "--pin", "extra"], "docket: decision: got unexpected extra argument"),
+    ],
+)
+def test_usage_errors_speak_docket_and_point_to_help(repo: Repo, args: list[str], first_line: str) -> None:
+    repo.ok("claim", "Existing premise")
+    before = repo.ledger.read_bytes()
+    result = repo.docket(*args)
+    assert result.code == 2
+    lines = result.err.splitlines()
+    assert lines[0].startswith(first_line), result.err
+    assert lines[1].startswith("usage: docket") and "-h' explains every option" in lines[1]
+    assert result.out == ""
+    assert repo.ledger.read_bytes() == before

@@ -6,6 +6,8 @@ import importlib
 import os
 import sys
 
+import typer
+
 from ..store import LedgerError
 from .app import app
 
@@ -17,13 +19,39 @@ for _name in COMMAND_MODULES:
 
 
 def run(args: list[str]) -> None:
-    """Run the Typer app on args; ledger errors become ``docket: ...`` and exit 1."""
+    """Run the Typer app on args; ledger errors become ``docket: ...`` and exit 1, usage errors exit 2."""
     prog = "git docket" if os.path.basename(sys.argv[0]) == "git-docket" else "docket"
     try:
-        app(args=args, prog_name=prog)
+        code = app(args=args, prog_name=prog, standalone_mode=False)
     except LedgerError as exc:
         print(f"docket: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except BrokenPipeError:
         sys.stderr.close()
         sys.exit(0)
+    except typer.Abort:
+        print("docket: aborted", file=sys.stderr)
+        sys.exit(1)
+    except typer.TyperException as exc:  # the parser's errors: unknown option, missing argument, bad value
+        if not hasattr(exc, "ctx") or type(exc).__name__ == "NoArgsIsHelpError":
+            exc.show()  # plain `docket`: the help text
+        else:
+            print(usage_error(exc), file=sys.stderr)
+        sys.exit(getattr(exc, "exit_code", 2))
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def usage_error(exc: Exception) -> str:
+    """``docket: claim: missing argument 'text'`` plus the command's usage line and where help is."""
+    ctx = getattr(exc, "ctx", None)
+    message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+    message = message.rstrip(".")
+    message = message[:1].lower() + message[1:]
+    if ctx is None:
+        return f"docket: {message}"
+    path = ctx.command_path
+    words = path.split()
+    where = " ".join(words[2:] if words[:2] == ["git", "docket"] else words[1:])
+    usage = ctx.get_usage().removeprefix("Usage: ")
+    lead = f"docket: {where}: " if where else "docket: "
+    return f"{lead}{message}\nusage: {usage}  ('{path} -h' explains every option)"

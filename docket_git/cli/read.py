@@ -10,7 +10,6 @@ import typer
 
 from .. import model, project, store, validate
 from ..recording import UsageError
-from . import history as history_cli
 from .app import app
 from .common import dump_json, fail, ledger_path, read_snapshot
 
@@ -94,6 +93,8 @@ def show(
         if prefix is None:
             if model.is_id(at):
                 fail(f"unknown record {at}")
+            from . import history as history_cli  # registered after this module: help keeps its order
+
             prefix, _ = history_cli.records_at(at)
         records = prefix
     views = project.project(records)
@@ -109,6 +110,8 @@ def show(
     )
     if at is None and (view is None or stale):
         # An ID this ledger does not hold (as given): history knows where a merge moved it.
+        from . import history as history_cli
+
         view = by_id.get(history_cli.current_id(record_id, snap))
         if view is None:
             fail(f"no entry {record_id}")
