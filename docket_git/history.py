@@ -362,28 +362,7 @@ class History:
 
     def index_of(self, blob: str | None, record_id: str) -> int | None:
         """The position of record_id in the ledger blob (binary search over its increasing IDs)."""
-        ledger = self.ledger(blob)
-        want = model.seq(record_id)
-        lo, hi = 0, len(ledger)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            record = ledger[mid]
-            rid = record.get("id") if isinstance(record, dict) else None
-            if not model.is_id(rid):
-                break
-            if rid == record_id:
-                return mid
-            if model.seq(rid) < want:
-                lo = mid + 1
-            else:
-                hi = mid
-        else:
-            return None
-        needle = f'"{record_id}"'.encode()  # an unreadable line: fall back to a scan
-        for i, line in enumerate(ledger.lines):
-            if needle in line and isinstance(ledger[i], dict) and ledger[i].get("id") == record_id:
-                return i
-        return None
+        return self.ledger(blob).find(record_id)
 
     def prefix_end(self, blob: str, index: int) -> int:
         """The byte offset just past record index's line in the blob."""

@@ -50,20 +50,9 @@ class _PrefixIds(dict):
             return True
         if not model.is_id(rid):
             return False
-        want = model.seq(rid)  # type: ignore[arg-type]
-        if want > self.top:
+        if model.seq(rid) > self.top:  # type: ignore[arg-type]
             return False
-        lo, hi = 0, self.end
-        while lo < hi:
-            mid = (lo + hi) // 2
-            found = self.ledger[mid]["id"]
-            if found == rid:
-                return True
-            if model.seq(found) < want:
-                lo = mid + 1
-            else:
-                hi = mid
-        return False
+        return self.ledger.find(rid, self.end) is not None  # type: ignore[arg-type]
 
 
 def _prefix_index(data: bytes, ledger: RawLedger, end: int) -> Index:

@@ -113,6 +113,38 @@ class RawLedger(Sequence):
         self._parsed[i] = record
         return record
 
+    def find(self, record_id: str, end: int | None = None) -> int | None:
+        """The position of record_id among the first ``end`` records (all by default), or None.
+
+        A binary search over the records' increasing IDs; a line on the way
+        that holds no record ID (a lenient ledger's unreadable line) falls
+        back to a byte scan. A non-lenient ledger raises ``ValueError`` there.
+        """
+        stop = len(self) if end is None else end
+        want = model.seq(record_id)
+        lo, hi = 0, stop
+        while lo < hi:
+            mid = (lo + hi) // 2
+            record = self[mid]
+            rid = record.get("id") if isinstance(record, dict) else None
+            if not model.is_id(rid):
+                break
+            if rid == record_id:
+                return mid
+            if model.seq(rid) < want:
+                lo = mid + 1
+            else:
+                hi = mid
+        else:
+            return None
+        needle = f'"{record_id}"'.encode()
+        for i in range(stop):
+            if needle in self.lines[i]:
+                record = self[i]
+                if isinstance(record, dict) and record.get("id") == record_id:
+                    return i
+        return None
+
 
 def common_prefix(a: Sequence, b: Sequence) -> int:
     """How many leading records a and b share, compared as parsed records.

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -46,6 +48,21 @@ def encode(records: list[dict], blanks: set[int]) -> bytes:
     return b"".join(out)
 
 
+@contextlib.contextmanager
+def cache_home() -> Iterator[Path]:
+    """A fresh user cache directory for one hypothesis example (function fixtures would be shared)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        old = os.environ.get("XDG_CACHE_HOME")
+        os.environ["XDG_CACHE_HOME"] = tmp
+        try:
+            yield Path(tmp)
+        finally:
+            if old is None:
+                del os.environ["XDG_CACHE_HOME"]
+            else:
+                os.environ["XDG_CACHE_HOME"] = old
+
+
 def loaded(path: Path, data: bytes) -> Outline:
     path.write_bytes(data)
     end = records_end(data, len(data))
@@ -59,25 +76,17 @@ def loaded(path: Path, data: bytes) -> Outline:
     blanks=st.sets(st.integers(0, 70), max_size=4),
 )
 def test_load_after_growth_equals_a_full_build(records: list[dict], cuts: list[int], blanks: set[int]) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        old = os.environ.get("XDG_CACHE_HOME")
-        os.environ["XDG_CACHE_HOME"] = tmp
-        try:
-            path = Path(tmp) / "repo" / ".docket" / "ledger.jsonl"
-            path.parent.mkdir(parents=True)
-            # The ledger grows through each cut, then to its full length; each step loads through the cache.
-            for cut in sorted(c for c in cuts if 0 < c < len(records)):
-                part = records[:cut]
-                assert facts(loaded(path, encode(part, blanks))) == facts(Outline.build(part))
-            data = encode(records, blanks)
-            expected = facts(Outline.build(records))
-            assert facts(loaded(path, data)) == expected
-            assert facts(loaded(path, data)) == expected  # the exact hit
-        finally:
-            if old is None:
-                del os.environ["XDG_CACHE_HOME"]
-            else:
-                os.environ["XDG_CACHE_HOME"] = old
+    with cache_home() as tmp:
+        path = tmp / "repo" / ".docket" / "ledger.jsonl"
+        path.parent.mkdir(parents=True)
+        # The ledger grows through each cut, then to its full length; each step loads through the cache.
+        for cut in sorted(c for c in cuts if 0 < c < len(records)):
+            part = records[:cut]
+            assert facts(loaded(path, encode(part, blanks))) == facts(Outline.build(part))
+        data = encode(records, blanks)
+        expected = facts(Outline.build(records))
+        assert facts(loaded(path, data)) == expected
+        assert facts(loaded(path, data)) == expected  # the exact hit
 
 
 def test_grown_ledger_extends_the_cached_outline_and_a_supersession_rebuilds(tmp_path: Path, monkeypatch) -> None:
@@ -125,21 +134,13 @@ def test_since_from_the_outline_equals_the_full_delta(
     from docket_git.context.config import defaults
 
     at = min(at, len(records) - 1)
-    with tempfile.TemporaryDirectory() as tmp:
-        old = os.environ.get("XDG_CACHE_HOME")
-        os.environ["XDG_CACHE_HOME"] = tmp
-        try:
-            path = Path(tmp) / "repo" / ".docket" / "ledger.jsonl"
-            path.parent.mkdir(parents=True)
-            data = encode(records, set())
-            path.write_bytes(data)
-            snap = store.parse(path, data, use_cache=False)
-            rid = records[at]["id"]
-            since = rid if bare else f"{rid}@{canonical.short(snap.prefix_digest(at))}"
-            expected = compose_delta(snap, defaults(), records[: at + 1], since, identity="repo", max_chars=budget)
-            assert build_briefing(ledger=path, since=since, max_chars=budget).text == expected
-        finally:
-            if old is None:
-                del os.environ["XDG_CACHE_HOME"]
-            else:
-                os.environ["XDG_CACHE_HOME"] = old
+    with cache_home() as tmp:
+        path = tmp / "repo" / ".docket" / "ledger.jsonl"
+        path.parent.mkdir(parents=True)
+        data = encode(records, set())
+        path.write_bytes(data)
+        snap = store.parse(path, data, use_cache=False)
+        rid = records[at]["id"]
+        since = rid if bare else f"{rid}@{canonical.short(snap.prefix_digest(at))}"
+        expected = compose_delta(snap, defaults(), records[: at + 1], since, identity="repo", max_chars=budget)
+        assert build_briefing(ledger=path, since=since, max_chars=budget).text == expected

@@ -240,3 +240,17 @@ def test_raw_ledger_skips_blank_lines_but_keeps_line_numbers():
     assert len(ledger) == 2
     assert [ledger.line_number(i) for i in range(2)] == [2, 4]
     assert ledger[1]["id"] == "c2"
+
+
+def test_raw_ledger_find_binary_search_and_lenient_fallback():
+    lines = [canonical.line(rec(rid)) for rid in ("c1", "q3", "d7", "c10", "c12")]
+    ledger = RawLedger(b"".join(lines))
+    assert [ledger.find(rid) for rid in ("c1", "q3", "d7", "c10", "c12")] == [0, 1, 2, 3, 4]
+    assert ledger.find("c11") is None and ledger.find("c99") is None
+    assert ledger.find("c12", end=4) is None and ledger.find("c10", end=4) == 3
+    broken = RawLedger(lines[0] + b"{torn\n" + b"".join(lines[1:]), lenient=True)
+    assert broken.find("c10") == 4  # the unreadable middle line sends the search to a scan
+    assert broken.find("c11") is None
+    assert broken.find("q3") == 2
+    with pytest.raises(ValueError, match="line 2"):  # a strict ledger refuses the line it lands on
+        RawLedger(lines[0] + b"{torn\n" + b"".join(lines[1:])).find("q3")
