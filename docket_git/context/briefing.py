@@ -148,14 +148,15 @@ def _build(
     settings = config.for_ledger(path)
     if max_chars is not None:
         check_max_chars(max_chars, settings)
-    if since is not None:
-        unchanged = _unchanged_since(path, settings, since, max_chars)
-        if unchanged is not None:
-            return unchanged
     identity = identity_of(path)
     notes: list[str] = []
     if since is not None:
-        quick = _appended_since(path, settings, since, max_chars, identity)
+        # A resume usually finds nothing new, or a few appended records: both come without
+        # parsing the ledger (one validating read serves both checks).
+        light = store.read(path, records=False)
+        quick = _unchanged_since(light, settings, since, max_chars, identity)
+        if quick is None:
+            quick = _appended_since(light, settings, since, max_chars, identity)
         if quick is not None:
             return quick
         snapshot = store.read(path)
@@ -194,9 +195,13 @@ def _build(
     return Briefing(notice + select_outline(ledger_outline, settings, request, meta), notes, latest)
 
 
-def read_outline(path: Path) -> tuple[Outline, str]:
-    """The ledger's validated outline (cached by content) and its revision (SHA-256 through the last record)."""
-    snapshot = store.read(path, records=False)
+def read_outline(path: Path, snapshot: store.Snapshot | None = None) -> tuple[Outline, str]:
+    """The ledger's validated outline (cached by content) and its revision (SHA-256 through the last record).
+
+    ``snapshot`` is a read of path made without records, if the caller has one.
+    """
+    if snapshot is None:
+        snapshot = store.read(path, records=False)
     data = snapshot.data
     end = outline.records_end(data, snapshot.valid_length)
     if end == 0:
@@ -206,7 +211,9 @@ def read_outline(path: Path) -> tuple[Outline, str]:
     return outline.load(path, data, end, revision), revision
 
 
-def _unchanged_since(path: Path, settings: config.Settings, since: str, max_chars: int | None) -> Briefing | None:
+def _unchanged_since(
+    snapshot: store.Snapshot, settings: config.Settings, since: str, max_chars: int | None, identity: str
+) -> Briefing | None:
     """The empty delta, without parsing a record, when ``since`` is the ledger's latest ``ID@DIGEST``.
 
     An agent resuming soon after its last briefing usually finds nothing new;
@@ -216,7 +223,6 @@ def _unchanged_since(path: Path, settings: config.Settings, since: str, max_char
     rid, digest = delta.parse_since(since)
     if not digest or not delta.DIGEST_RE.match(digest):
         return None
-    snapshot = store.read(path, records=False)
     data = snapshot.data
     length, full = snapshot.hashed
     if not snapshot.index.lines or length != len(data) or not data.endswith(b"\n") or data.endswith(b"\n\n"):
@@ -224,14 +230,14 @@ def _unchanged_since(path: Path, settings: config.Settings, since: str, max_char
     latest = next(reversed(snapshot.index.lines))
     if rid != latest or not full.startswith(digest.lower()):
         return None
-    meta = _meta(identity_of(path), full, latest, settings)
+    meta = _meta(identity, full, latest, settings)
     limit = max_chars if max_chars is not None else settings["budget"]["target"]
     text = delta.render_delta(delta.Delta([], []), meta, since, limit=limit, detail=settings["index"]["detail_min"])
     return Briefing(text, baseline=f"{latest}@{meta.revision}")
 
 
 def _appended_since(
-    path: Path, settings: config.Settings, since: str, max_chars: int | None, identity: str
+    snapshot: store.Snapshot, settings: config.Settings, since: str, max_chars: int | None, identity: str
 ) -> Briefing | None:
     """The delta from the cached outline when ``since`` names a record of this very ledger.
 
@@ -241,7 +247,7 @@ def _appended_since(
     rid, digest = delta.parse_since(since)
     if not model.is_id(rid) or (digest is not None and not delta.DIGEST_RE.match(digest)):
         return None
-    found, revision = read_outline(path)
+    found, revision = read_outline(snapshot.path, snapshot)
     position = found.pos.get(rid)
     lines = found.records
     if position is None or not isinstance(lines, outline.Lines):
