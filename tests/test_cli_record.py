@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from docket_git import model
 
@@ -261,3 +262,17 @@ def test_fast_entry_does_not_import_typer(repo: Repo) -> None:
         imported = {line.rsplit("|", 1)[-1].strip() for line in lines if line.startswith("import time:")}
         assert "docket_git.entry" in imported, lines[-3:]
         assert not imported & {"typer", "click", "rich", "pygit2"}, (args, imported & {"typer", "click", "rich"})
+
+
+def test_branch_in_a_worktree_and_when_detached(repo: Repo, tmp_path: Path) -> None:
+    repo.ok("claim", "on main")
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "-m", "ledger")
+    tree = tmp_path / "wt"
+    repo.git("worktree", "add", "-q", "-b", "topic/wt", str(tree))
+    repo.ok("claim", "from the worktree", cwd=tree)
+    repo.git("checkout", "-q", "--detach")
+    repo.ok("claim", "detached")
+    wt_records = [json.loads(line) for line in (tree / ".docket" / "ledger.jsonl").read_text().splitlines()]
+    assert [r["branch"] for r in wt_records] == ["main", "topic/wt"]
+    assert repo.records()[-1]["branch"] == ""
