@@ -32,7 +32,11 @@ def run(args: list[str]) -> None:
     except typer.Abort:
         print("docket: aborted", file=sys.stderr)
         sys.exit(1)
-    except typer.TyperException as exc:  # the parser's errors: unknown option, missing argument, bad value
+    except Exception as exc:
+        # The parser's errors (unknown option, missing argument, bad value) carry an exit code
+        # and a message; their class lives in click or, in newer Typer, in Typer's own copy of it.
+        if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code") and hasattr(exc, "show")):
+            raise
         if not hasattr(exc, "ctx") or type(exc).__name__ == "NoArgsIsHelpError":
             exc.show()  # plain `docket`: the help text
         else:
