@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import marshal
 import os
 import tempfile
 from collections.abc import Iterator
@@ -144,3 +145,25 @@ def test_since_from_the_outline_equals_the_full_delta(
         since = rid if bare else f"{rid}@{canonical.short(snap.prefix_digest(at))}"
         expected = compose_delta(snap, defaults(), records[: at + 1], since, identity="repo", max_chars=budget)
         assert build_briefing(ledger=path, since=since, max_chars=budget).text == expected
+
+
+def test_a_damaged_cache_costs_a_rebuild_not_a_wrong_outline(tmp_path: Path, monkeypatch) -> None:
+    from .conftest import rec
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = tmp_path / "repo" / ".docket" / "ledger.jsonl"
+    path.parent.mkdir(parents=True)
+    records = [rec("c1", state="accepted"), rec("d2", depends_on=["c1"]), rec("q3")]
+    data = encode(records, set())
+    expected = facts(Outline.build(records))
+    assert facts(loaded(path, data)) == expected
+    end = records_end(data, len(data))
+    digest = canonical.sha256(data[:end])
+    for payload in (b"\x00garbage", marshal.dumps(("wrong", "shape")), marshal.dumps(([1, 2], b"x"))):
+        # Valid headers in front of damaged payloads: both files are read, neither is trusted.
+        outline_mod._write(path, "outline", end, digest, payload)
+        outline_mod._write(path, "rows", 1, canonical.sha256(data[:1]), payload)
+        assert facts(loaded(path, data)) == expected
+    grown = [*records, rec("c4", state="accepted")]
+    outline_mod._write(path, "outline", end, digest, b"\x00garbage")
+    assert facts(loaded(path, encode(grown, set()))) == facts(Outline.build(grown))

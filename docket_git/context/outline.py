@@ -22,6 +22,7 @@ import hashlib
 import json
 import marshal
 import os
+import sys
 from array import array
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -31,6 +32,8 @@ from .. import canonical
 from ..project import Derived, derive, settle
 
 CACHE_VERSION = 2
+#: marshal's format may change between Python versions: a cache is read only by the one that wrote it.
+_FORMAT = f"{CACHE_VERSION}/py{sys.version_info[0]}.{sys.version_info[1]}"
 #: The fields of a record that projection, scoring and selection read (besides its prose).
 ROW_FIELDS = ("id", "kind", "state", "scope", "supports", "depends_on", "answers", "supersedes", "pinned")
 _ALWAYS = frozenset(("id", "kind", "state"))
@@ -291,28 +294,19 @@ def load(path: Path, data: bytes, end: int, revision: str) -> Outline:
     From the cache when it holds exactly these bytes; extended by the new
     lines when the ledger only grew by records that retire nothing; else
     rebuilt from the cached rows plus the new lines, or from every line.
-    A changed outline is saved for the next caller.
+    A changed outline is saved for the next caller; a damaged cache file
+    costs a rebuild, never a wrong or failed briefing.
     """
-    cached = _read(path, "outline", data, end, revision)
-    if cached is not None:
-        length, payload = cached
-        outline, ends = _unpack(payload)
-        outline.records = Lines(data, ends, outline.pos)
-        if length == end:
-            return outline
-        new, new_ends = _new_lines(data, length, end)
-        ends.extend(new_ends)  # so a new record can look up the new records before it
-        if outline.extend(new):
-            _write(path, "outline", end, revision, _pack(outline, ends))
-            return outline
-    rows: list[dict] = []
-    ends = array("q")
-    start = 0
-    stored = _read(path, "rows", data, end, revision)
-    if stored is not None:
-        start, payload = stored
-        rows, ends_bytes = marshal.loads(payload)
-        ends.frombytes(ends_bytes)
+    try:
+        outline = _cached(path, data, end, revision)
+    except Exception:
+        outline = None
+    if outline is not None:
+        return outline
+    try:
+        start, rows, ends = _cached_rows(path, data, end, revision)
+    except Exception:
+        start, rows, ends = 0, [], array("q")
     new, new_ends = _new_lines(data, start, end)
     rows.extend(row(r) for r in new)
     ends.extend(new_ends)
@@ -321,6 +315,38 @@ def load(path: Path, data: bytes, end: int, revision: str) -> Outline:
     _write(path, "rows", end, revision, marshal.dumps((rows, ends.tobytes())))
     _write(path, "outline", end, revision, _pack(outline, ends))
     return outline
+
+
+def _cached(path: Path, data: bytes, end: int, revision: str) -> Outline | None:
+    """The cached outline, extended by appended records; None when a rebuild is needed."""
+    cached = _read(path, "outline", data, end, revision)
+    if cached is None:
+        return None
+    length, payload = cached
+    outline, ends = _unpack(payload)
+    outline.records = Lines(data, ends, outline.pos)
+    if length == end:
+        return outline
+    new, new_ends = _new_lines(data, length, end)
+    ends.extend(new_ends)  # so a new record can look up the new records before it
+    if not outline.extend(new):
+        return None
+    _write(path, "outline", end, revision, _pack(outline, ends))
+    return outline
+
+
+def _cached_rows(path: Path, data: bytes, end: int, revision: str) -> tuple[int, list[dict], array]:
+    """(bytes covered, rows, line ends) from the rows cache, or (0, [], []) without one."""
+    stored = _read(path, "rows", data, end, revision)
+    if stored is None:
+        return 0, [], array("q")
+    length, payload = stored
+    rows, ends_bytes = marshal.loads(payload)
+    ends = array("q")
+    ends.frombytes(ends_bytes)
+    if not isinstance(rows, list) or len(ends) != len(rows):
+        raise ValueError("outline cache: rows and ends differ in length")
+    return length, rows, ends
 
 
 def _pack(outline: Outline, ends: array) -> bytes:
@@ -359,7 +385,7 @@ def _read(path: Path, kind: str, data: bytes, end: int, revision: str) -> tuple[
         blob = memoryview(_cache_file(path, kind).read_bytes())
         size = int.from_bytes(blob[:4], "little")
         header = marshal.loads(blob[4 : 4 + size])
-        if header["version"] != CACHE_VERSION or header["path"] != str(path.resolve()):
+        if header["version"] != _FORMAT or header["path"] != str(path.resolve()):
             return None
         length = header["length"]
         if length == end:
@@ -372,7 +398,7 @@ def _read(path: Path, kind: str, data: bytes, end: int, revision: str) -> tuple[
 
 
 def _write(path: Path, kind: str, end: int, revision: str, payload: bytes) -> None:
-    header = marshal.dumps({"version": CACHE_VERSION, "path": str(path.resolve()), "length": end, "digest": revision})
+    header = marshal.dumps({"version": _FORMAT, "path": str(path.resolve()), "length": end, "digest": revision})
     target = _cache_file(path, kind)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
