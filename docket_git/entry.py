@@ -1,8 +1,9 @@
 """Process entry point.
 
-Git and agents start ``docket merge-driver``, ``docket hook`` and ``docket
-context`` many times a day, so those are routed here to light modules before
-Typer (and with it click and rich) is imported. Everything else, and any of
+Git and agents start ``docket merge-driver``, ``docket hook``, ``docket
+context`` and the recording commands many times a day, so those are routed
+here to light modules before Typer (and with it click, rich and pydantic) is
+imported. Everything else, and any of
 those with arguments the light parser does not take (``--help``), goes to the
 Typer app.
 """
@@ -47,6 +48,12 @@ def main(argv: list[str] | None = None) -> None:
         from .context.command import fast_main
 
         code = fast_main(args[1:])
+        if code is not None:
+            _exit_now(code)
+    if args[:1] in (["claim"], ["decision"], ["question"]):
+        from .record_command import fast_main as record_main
+
+        code = record_main(args[0], args[1:])
         if code is not None:
             _exit_now(code)
     if args == ["--version"]:

@@ -18,6 +18,14 @@ class UsageError(LedgerError):
     exit_code = 2
 
 
+def split_ids(values: list[str] | None) -> list[str]:
+    """Flatten repeatable, comma-separated ID options into one list."""
+    out: list[str] = []
+    for value in values or []:
+        out.extend(part.strip() for part in value.split(",") if part.strip())
+    return list(dict.fromkeys(out))
+
+
 def detect_author() -> tuple[str, bool]:
     """The recording author and whether it had to fall back to "unknown"."""
     env = os.environ

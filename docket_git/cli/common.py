@@ -10,6 +10,7 @@ from typing import NoReturn
 import typer
 
 from .. import store
+from ..recording import split_ids as split_ids  # shared with the Typer-free commands
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
@@ -36,14 +37,6 @@ def ledger_path() -> Path | None:
 def read_snapshot() -> store.Snapshot:
     """The current directory's ledger, validated (empty when there is none)."""
     return store.read(ledger_path())
-
-
-def split_ids(values: list[str] | None) -> list[str]:
-    """Flatten repeatable, comma-separated ID options into one list."""
-    out: list[str] = []
-    for value in values or []:
-        out.extend(part.strip() for part in value.split(",") if part.strip())
-    return list(dict.fromkeys(out))
 
 
 def dump_json(value: object) -> str:

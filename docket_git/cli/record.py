@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from .. import canonical, recording, store
+from .. import record_command, recording, store
 from .app import app
-from .common import split_ids, warn
 
 Scope = Annotated[
     list[str] | None,
@@ -43,35 +41,9 @@ DryRun = Annotated[bool, typer.Option("--dry-run", help="Validate and print the 
 AsJson = Annotated[bool, typer.Option("--json", help="Print the written record as JSON.")]
 
 
-def _write(kind: str, text: str, fields: dict, *, dry_run: bool, as_json: bool) -> None:
-    path = store.locate(Path.cwd())
-    root = path.parent.parent
-    scopes = [recording.normalize_scope(s, root) for s in fields.pop("scope", None) or []]
-    fields["scope"] = list(dict.fromkeys(scopes))
-    fields["evidence"] = [recording.parse_evidence(e) for e in fields.pop("evidence", None) or []]
-    _author, unknown = recording.detect_author()
-    if unknown:
-        warn('could not detect an author; recording "unknown". Set DOCKET_AUTHOR to identify this harness.')
-    draft = recording.draft(kind, text, fields, recording.provenance(path))
-    (record,) = store.append(path, [draft], dry_run=dry_run)
-    _report([record], as_json=as_json, dry_run=dry_run)
-
-
-def _report(records: list[dict], *, as_json: bool, dry_run: bool, jsonl: bool = False) -> None:
-    for record in records:
-        if as_json:
-            typer.echo(canonical.dumps(record) if jsonl else json.dumps(record, indent=2, ensure_ascii=False))
-        else:
-            typer.echo(f"{record['id']}  {record['state']}  {record['text']}")
-    for record in records:
-        for hint in recording.hints(record):
-            warn(hint)
-    if dry_run:
-        warn(f"dry run: {len(records)} record(s) valid; nothing written")
-
-
-def _supports(values: list[str] | None) -> list[list[str]]:
-    return [group for group in (split_ids([v]) for v in values or []) if group]
+def _run(kind: str, text: str, **opts: object) -> None:
+    """The command's options to the executor the Typer-free path shares (repeatables as lists)."""
+    record_command.execute(kind, text, {k: [] if v is None else v for k, v in opts.items()})
 
 
 @app.command(rich_help_panel="Record")
@@ -91,20 +63,22 @@ def claim(
     as_json: AsJson = False,
 ) -> None:
     """Record a claim: a scoped proposition the work relies on."""
-    _check_choice("--state", state, ("unassessed", "accepted", "disputed", "rejected"))
-    fields = dict(
+    _run(
+        "claim",
+        text,
         state=state,
         scope=scope,
         rationale=rationale,
-        supports=_supports(supports),
-        answers=split_ids(answers),
-        supersedes=split_ids(supersedes),
+        supports=supports,
+        answers=answers,
+        supersedes=supersedes,
         evidence=evidence,
         revisit=revisit,
-        cost_if_wrong=cost,
-        pinned=pin,
+        cost=cost,
+        pin=pin,
+        dry_run=dry_run,
+        as_json=as_json,
     )
-    _write("claim", text, fields, dry_run=dry_run, as_json=as_json)
 
 
 @app.command(rich_help_panel="Record")
@@ -133,24 +107,26 @@ def decision(
     as_json: AsJson = False,
 ) -> None:
     """Record a decision: a commitment to a choice, with what it beat and why."""
-    _check_choice("--state", state, ("adopted", "revoked"))
-    fields = dict(
-        state=state,
+    _run(
+        "decision",
+        text,
         choice=choice,
-        alternatives=list(alternative or []),
+        alternative=alternative,
+        state=state,
         decided_by=decided_by,
         scope=scope,
         rationale=rationale,
-        supports=_supports(supports),
-        depends_on=split_ids(depends_on),
-        answers=split_ids(answers),
-        supersedes=split_ids(supersedes),
+        supports=supports,
+        depends_on=depends_on,
+        answers=answers,
+        supersedes=supersedes,
         evidence=evidence,
         revisit=revisit,
-        cost_if_wrong=cost,
-        pinned=pin,
+        cost=cost,
+        pin=pin,
+        dry_run=dry_run,
+        as_json=as_json,
     )
-    _write("decision", text, fields, dry_run=dry_run, as_json=as_json)
 
 
 @app.command(rich_help_panel="Record")
@@ -168,17 +144,20 @@ def question(
     as_json: AsJson = False,
 ) -> None:
     """Record an open question. Answer it later with a claim or decision --answers ID."""
-    fields = dict(
+    _run(
+        "question",
+        text,
         scope=scope,
         rationale=rationale,
-        supports=_supports(supports),
-        supersedes=split_ids(supersedes),
+        supports=supports,
+        supersedes=supersedes,
         evidence=evidence,
         revisit=revisit,
-        cost_if_wrong=cost,
-        pinned=pin,
+        cost=cost,
+        pin=pin,
+        dry_run=dry_run,
+        as_json=as_json,
     )
-    _write("question", text, fields, dry_run=dry_run, as_json=as_json)
 
 
 @app.command(rich_help_panel="Record")
@@ -203,9 +182,4 @@ def record(
     path = store.locate(Path.cwd())
     drafts = recording.parse_batch(data, recording.provenance(path))
     records = store.append(path, drafts, dry_run=dry_run)
-    _report(records, as_json=as_json, dry_run=dry_run, jsonl=True)
-
-
-def _check_choice(flag: str, value: str, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise recording.UsageError(f"{flag} must be one of {', '.join(allowed)}; got {value!r}")
+    record_command.report(records, as_json=as_json, dry_run=dry_run, jsonl=True)
