@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -178,28 +179,29 @@ def status_paths(repo) -> tuple[list[str], list[str]]:
     return sorted(changed), sorted(untracked)
 
 
-def last_commit_paths(repo) -> list[str]:
-    """The paths HEAD's commit touched (against each parent; a root commit against nothing).
-
-    Empty when the repository has no commits.
-    """
+def recent_commit_paths(repo, limit: int) -> Iterator[list[str]]:
+    """The paths each of the last ``limit`` commits touched, HEAD first, along first parents."""
     import pygit2
 
     try:
         if repo.head_is_unborn:
-            return []
+            return
         commit = repo.head.peel(pygit2.Commit)
     except (pygit2.GitError, KeyError, ValueError):
-        return []
-    diffs = [parent.tree.diff_to_tree(commit.tree) for parent in commit.parents]
-    if not diffs:
-        diffs = [commit.tree.diff_to_tree(swap=True)]
-    seen: dict[str, None] = {}
-    for diff in diffs:
-        paths = sorted(delta.new_file.path or delta.old_file.path for delta in diff.deltas)
-        for path in paths:
-            seen.setdefault(path, None)
-    return list(seen)
+        return
+    for _ in range(limit):
+        diffs = [parent.tree.diff_to_tree(commit.tree) for parent in commit.parents]
+        if not diffs:
+            diffs = [commit.tree.diff_to_tree(swap=True)]
+        seen: dict[str, None] = {}
+        for diff in diffs:
+            paths = sorted(delta.new_file.path or delta.old_file.path for delta in diff.deltas)
+            for path in paths:
+                seen.setdefault(path, None)
+        yield list(seen)
+        if not commit.parents:
+            return
+        commit = commit.parents[0]
 
 
 def _git_dirs(start: Path) -> tuple[Path, Path] | None:

@@ -127,6 +127,15 @@ def test_clean_tree_falls_back_to_the_last_commit(repo: Repo) -> None:
     assert blocks(text)[0] == "c2"
 
 
+def test_a_commit_of_only_ledger_records_is_looked_past(repo: Repo) -> None:
+    scoped_ledger(repo)
+    write(repo, "src/b.py")
+    commit(repo, "work on b")
+    repo.ok("claim", "Recorded after the work", "--scope", "docs/")
+    commit(repo, "record")  # touches only .docket/ledger.jsonl
+    assert files_line(repo.ok("context").out) == "# files: src/b.py"
+
+
 def test_repository_with_no_commits_stays_unscoped(repo: Repo) -> None:
     scoped_ledger(repo)
     text = repo.ok("context").out

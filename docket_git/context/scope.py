@@ -14,6 +14,8 @@ from pathlib import Path
 GLOB_CHARS = frozenset("*?[]")
 #: Ledger files are bookkeeping, not the work at hand: auto-scope skips them.
 LEDGER_DIR_PREFIX = ".docket/"
+#: How far back a clean tree's auto-scope looks for a commit that touched more than the ledger.
+RECENT_COMMITS = 10
 
 
 def normalize(value: str) -> str:
@@ -136,5 +138,10 @@ def _from_git(root: Path) -> list[str]:
     changed, untracked = gitio.status_paths(repo)
     paths = interleave(_relative(changed, prefix), _relative(untracked, prefix))
     if not paths:
-        paths = _relative(gitio.last_commit_paths(repo), prefix)
+        # The last commit's work; a commit that only recorded into the ledger says nothing
+        # about the task, so look past it (a few commits at most).
+        for touched in gitio.recent_commit_paths(repo, RECENT_COMMITS):
+            paths = _relative(touched, prefix)
+            if paths:
+                break
     return paths
