@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,14 +49,15 @@ def workdir(start: Path) -> Path | None:
 
 
 def config_get(start: Path, key: str) -> str | None:
-    """A git config value as git would see it here (all levels), or None."""
-    repo = open_repo(start)
-    if repo is None:
+    """A git config value as git itself sees it here (all levels, includes), or None.
+
+    Asked of ``git config`` rather than pygit2: the session hook asks on every
+    start (the driver notice) and should not pay for importing pygit2.
+    """
+    out = run_git(start, "config", "--get", key)
+    if out is None:
         return None
-    try:
-        return repo.config[key] if key in repo.config else None  # noqa: SIM401 - pygit2 Config has no .get
-    except Exception:
-        return None
+    return out.decode(errors="replace").rstrip("\n")
 
 
 def config_set_local(start: Path, key: str, value: str) -> None:
@@ -151,57 +153,60 @@ def merge_heads(start: Path) -> list[str]:
         return []
 
 
-def work_tree(repo) -> Path | None:
-    """The repository's work tree root, or None for a bare repository."""
-    workdir = repo.workdir
-    return Path(workdir).resolve() if workdir else None
+# -- the work at hand, through the git CLI (session hooks must not import pygit2) ----------
+
+#: Seconds a git command may take before auto-scope gives up on it.
+GIT_TIMEOUT = 5
 
 
-def status_paths(repo) -> tuple[list[str], list[str]]:
-    """(changed, untracked) work tree paths, each sorted: ``git diff HEAD`` and untracked files.
-
-    Changed means staged or unstaged against HEAD (in a repository with no
-    commits, whatever is staged); untracked excludes ignored files. Paths are
-    relative to the work tree, with ``/``; nested repositories (``dir/``) are dropped.
-    """
-    from pygit2.enums import FileStatus
-
-    untracked_flag = FileStatus.WT_NEW
-    changed: list[str] = []
-    untracked: list[str] = []
-    for path, flags in repo.status(untracked_files="all", ignored=False).items():
-        if path.endswith("/") or flags == FileStatus.CURRENT or flags & FileStatus.IGNORED:
-            continue
-        if flags == untracked_flag:
-            untracked.append(path)
-        else:
-            changed.append(path)
-    return sorted(changed), sorted(untracked)
-
-
-def recent_commit_paths(repo, limit: int) -> Iterator[list[str]]:
-    """The paths each of the last ``limit`` commits touched, HEAD first, along first parents."""
-    import pygit2
+def run_git(cwd: Path, *args: str) -> bytes | None:
+    """stdout of ``git ARGS`` run in cwd, or None when git fails, is missing or hangs."""
+    import subprocess
 
     try:
-        if repo.head_is_unborn:
-            return
-        commit = repo.head.peel(pygit2.Commit)
-    except (pygit2.GitError, KeyError, ValueError):
-        return
-    for _ in range(limit):
-        diffs = [parent.tree.diff_to_tree(commit.tree) for parent in commit.parents]
-        if not diffs:
-            diffs = [commit.tree.diff_to_tree(swap=True)]
-        seen: dict[str, None] = {}
-        for diff in diffs:
-            paths = sorted(delta.new_file.path or delta.old_file.path for delta in diff.deltas)
-            for path in paths:
-                seen.setdefault(path, None)
-        yield list(seen)
-        if not commit.parents:
-            return
-        commit = commit.parents[0]
+        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=GIT_TIMEOUT)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def _paths(out: bytes | None) -> list[str]:
+    """NUL-separated paths (``-z``) as str, nested repositories (``dir/``) dropped."""
+    if not out:
+        return []
+    return [p for p in (os.fsdecode(raw) for raw in out.split(b"\0") if raw) if not p.endswith("/")]
+
+
+def work_tree_of(start: Path) -> Path | None:
+    """The work tree root holding start (the directory with ``.git``), or None outside one."""
+    for directory in (start.resolve(), *start.resolve().parents):
+        if (directory / ".git").exists():
+            return directory
+    return None
+
+
+def status_paths(work: Path) -> tuple[list[str], list[str]]:
+    """(changed, untracked) paths of the work tree at work, each sorted, relative to it with ``/``.
+
+    Changed means staged or unstaged against HEAD (with no commits yet,
+    whatever is staged); untracked excludes ignored files.
+    """
+    changed = run_git(work, "diff", "--name-only", "-z", "HEAD", "--")
+    if changed is None:
+        changed = run_git(work, "diff", "--cached", "--name-only", "-z", "--")
+    untracked = run_git(work, "ls-files", "--others", "--exclude-standard", "--full-name", "-z", "--", ":/")
+    return sorted(_paths(changed)), sorted(_paths(untracked))
+
+
+def recent_commit_paths(work: Path, limit: int) -> Iterator[list[str]]:
+    """The paths each of the last ``limit`` commits touched, HEAD first, along first parents.
+
+    A merge lists what differs from each parent; a root commit, all its files.
+    """
+    commits = run_git(work, "rev-list", "--first-parent", f"--max-count={limit}", "HEAD", "--")
+    for commit in (commits or b"").split():
+        out = run_git(work, "diff-tree", "-m", "--root", "--no-commit-id", "--name-only", "-r", "-z", commit.decode())
+        yield list(dict.fromkeys(sorted(_paths(out))))
 
 
 def _git_dirs(start: Path) -> tuple[Path, Path] | None:

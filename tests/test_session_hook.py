@@ -136,3 +136,28 @@ def test_copilot_camel_case_session_id_keys_the_resume(repo: Repo) -> None:
     assert run("new").startswith("# docket: ")
     repo.ok("claim", "Appended meanwhile", "--scope", "src/x.py")
     assert "# changed: 1 added" in run("resume")
+
+
+def test_session_start_imports_neither_typer_nor_pygit2(repo: Repo) -> None:
+    """Auto-scope and the driver notice ask the git CLI; pygit2 is left for history (a renumbered resume)."""
+    import subprocess
+    import sys
+
+    seed(repo)
+    (repo.path / "src").mkdir()
+    (repo.path / "src" / "m1.py").write_text("x\n")  # work at hand: auto-scope must find it
+    payload = json.dumps({"session_id": "imp", "cwd": str(repo.path), "source": "startup"})
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "docket_git", "hook", "session-start"],
+        cwd=repo.path,
+        env=repo.env,
+        input=payload,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0
+    files = next(line for line in context_of(proc.stdout).splitlines() if line.startswith("# files: "))
+    assert "src/m1.py" in files.split(": ", 1)[1].split(", ")
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "import time:" in line}
+    assert "docket_git.hooks" in imported
+    assert not {"typer", "pydantic", "rich", "pygit2"} & imported

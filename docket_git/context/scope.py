@@ -124,10 +124,7 @@ def auto_scope(root: Path, limit: int) -> list[str]:
 def _from_git(root: Path) -> list[str]:
     from .. import gitio
 
-    repo = gitio.open_repo(root)
-    if repo is None:
-        return []
-    work = gitio.work_tree(repo)
+    work = gitio.work_tree_of(root)
     if work is None:
         return []
     try:
@@ -135,12 +132,12 @@ def _from_git(root: Path) -> list[str]:
     except ValueError:
         return []
     prefix = "" if rel == "." else posixpath.normpath(rel) + "/"
-    changed, untracked = gitio.status_paths(repo)
+    changed, untracked = gitio.status_paths(work)
     paths = interleave(_relative(changed, prefix), _relative(untracked, prefix))
     if not paths:
         # The last commit's work; a commit that only recorded into the ledger says nothing
         # about the task, so look past it (a few commits at most).
-        for touched in gitio.recent_commit_paths(repo, RECENT_COMMITS):
+        for touched in gitio.recent_commit_paths(work, RECENT_COMMITS):
             paths = _relative(touched, prefix)
             if paths:
                 break
