@@ -92,3 +92,17 @@ def test_help_teaches(repo: Repo) -> None:
     for command in ("claim", "decision", "question", "record", "list", "show", "check", "init", "where"):
         assert command in out
     assert "--supports" in repo.ok("claim", "--help").out
+
+
+def test_show_from_the_outline_equals_the_full_projection(repo: Repo) -> None:
+    """`show ID` reads one line through the cached outline; `--at` (the latest record) projects everything."""
+    seed(repo)
+    repo.ok("decision", "Blocked one", "--choice", "x", "--depends-on", "c1", "--pin", "--scope", "src/")
+    repo.ok("claim", "Retires c1", "--supersedes", "c1", "--state", "accepted")
+    ids = [r["id"] for r in repo.records()]
+    for rid in ids:
+        for extra in ([], ["--json"]):
+            fast = repo.ok("show", rid, *extra).out
+            assert fast == repo.ok("show", rid, "--at", ids[-1], *extra).out, rid
+    digest = repo.ok("context").out.split("latest: ", 1)[1].split()[0].split("@")[1]
+    assert repo.ok("show", f"{ids[-1]}@{digest}").out == repo.ok("show", ids[-1]).out

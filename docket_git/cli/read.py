@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
@@ -69,7 +70,7 @@ def list_(
             typer.echo(" " * 6 + second)
 
 
-def _label(by_id: dict[str, dict], rid: str) -> str:
+def _label(by_id: Mapping[str, dict], rid: str) -> str:
     target = by_id.get(rid)
     return f"{rid} ({target['text']})" if target else rid
 
@@ -86,6 +87,8 @@ def show(
     as_json: Annotated[bool, typer.Option("--json", help="The projected record as JSON.")] = False,
 ) -> None:
     """Show one record in full, with its derived state."""
+    if at is None and _show_from_outline(record_id, as_json=as_json):
+        return
     snap = read_snapshot()
     records = snap.records
     if at is not None:
@@ -115,6 +118,33 @@ def show(
         view = by_id.get(history_cli.current_id(record_id, snap))
         if view is None:
             fail(f"no entry {record_id}")
+    _print_view(view, by_id, as_json=as_json)
+
+
+def _show_from_outline(record_id: str, *, as_json: bool) -> bool:
+    """Show a record this ledger holds (as given) from the cached outline; False to take the long way.
+
+    Agents follow every briefing's "docket show RECORD_ID --json": on a large
+    ledger that is one parsed line instead of every record projected.
+    """
+    from ..context.briefing import read_outline
+    from ..context.outline import Lines
+
+    path = ledger_path()
+    if path is None:
+        return False
+    found, _ = read_outline(path)
+    lines = found.records
+    plain, _, digest = record_id.partition("@")
+    if plain not in found.pos or not isinstance(lines, Lines):
+        return False
+    if digest and not lines.prefix_digest(plain).startswith(digest.lower()):
+        return False
+    _print_view(project.view(lines[plain], found.derived), lines, as_json=as_json)
+    return True
+
+
+def _print_view(view: dict, by_id: Mapping[str, dict], *, as_json: bool) -> None:
     if as_json:
         typer.echo(dump_json(view))
         return
