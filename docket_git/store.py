@@ -16,6 +16,7 @@ import gc
 import hashlib
 import itertools
 import json
+import marshal
 import os
 import sys
 from collections.abc import Iterator
@@ -27,7 +28,10 @@ from .validate import Index, Invalid, check_line, check_new, parse_line
 
 LEDGER_DIR = ".docket"
 LEDGER_NAME = "ledger.jsonl"
-CACHE_VERSION = 1
+CACHE_VERSION = 2
+#: The cache is marshal data (several times faster to load than JSON at 100k IDs), whose
+#: format may change between Python versions: a cache is read only by the one that wrote it.
+_FORMAT = f"{CACHE_VERSION}/py{sys.version_info[0]}.{sys.version_info[1]}"
 
 
 class LedgerError(Exception):
@@ -113,7 +117,7 @@ def _cache_file(path: Path) -> Path:
     from platformdirs import user_cache_dir
 
     key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:32]
-    return Path(user_cache_dir("docket-git")) / "prefix" / f"{key}.json"
+    return Path(user_cache_dir("docket-git")) / "prefix" / f"{key}.marshal"
 
 
 @dataclass
@@ -126,8 +130,8 @@ class _Prefix:
 
 def _load_cache(path: Path, data: bytes) -> _Prefix | None:
     try:
-        raw = json.loads(_cache_file(path).read_bytes())
-        if raw.get("version") != CACHE_VERSION or raw.get("path") != str(path.resolve()):
+        raw = marshal.loads(_cache_file(path).read_bytes())
+        if raw.get("version") != _FORMAT or raw.get("path") != str(path.resolve()):
             return None
         length = raw["length"]
         if length > len(data) or hashlib.sha256(memoryview(data)[:length]).hexdigest() != raw["digest"]:
@@ -139,14 +143,14 @@ def _load_cache(path: Path, data: bytes) -> _Prefix | None:
             count=raw["count"],
         )
         return _Prefix(length, raw["lines"], index, raw["digest"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except Exception:  # missing, damaged or foreign: validate again, as without a cache
         return None
 
 
 def _save_cache(path: Path, prefix_bytes: bytes, lines: int, index: Index) -> None:
     target = _cache_file(path)
     payload = {
-        "version": CACHE_VERSION,
+        "version": _FORMAT,
         "path": str(path.resolve()),
         "length": len(prefix_bytes),
         "digest": hashlib.sha256(prefix_bytes).hexdigest(),
@@ -159,7 +163,7 @@ def _save_cache(path: Path, prefix_bytes: bytes, lines: int, index: Index) -> No
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(payload, separators=(",", ":")))
+        tmp.write_bytes(marshal.dumps(payload))
         os.replace(tmp, target)
     except OSError:
         pass  # the cache is an optimisation; never fail a command over it

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import marshal
 import subprocess
 from pathlib import Path
 
@@ -10,18 +11,18 @@ from .conftest import DOCKET, Repo, rec
 
 
 def cache_files(repo: Repo) -> list[Path]:
-    return sorted(Path(repo.env["XDG_CACHE_HOME"]).glob("docket-git/prefix/*.json"))
+    return sorted(Path(repo.env["XDG_CACHE_HOME"]).glob("docket-git/prefix/*.marshal"))
 
 
 def test_cache_is_written_and_used_for_appends(repo: Repo) -> None:
     repo.ok("claim", "one")
     (cache,) = cache_files(repo)
-    data = json.loads(cache.read_text())
+    data = marshal.loads(cache.read_bytes())
     assert data["length"] == repo.ledger.stat().st_size
     assert data["max_seq"] == 1
     # A cache whose digest matches is trusted for the prefix: a forged maximum shows it is used.
     data["max_seq"] = 50
-    cache.write_text(json.dumps(data))
+    cache.write_bytes(marshal.dumps(data))
     assert repo.ok("claim", "two").out.startswith("c51 ")
 
 
@@ -48,9 +49,11 @@ def test_grown_file_validates_the_new_lines(repo: Repo) -> None:
 def test_corrupt_cache_is_ignored(repo: Repo) -> None:
     repo.ok("claim", "one")
     (cache,) = cache_files(repo)
-    cache.write_text("{garbage")
+    for garbage in (b"{garbage", marshal.dumps([1, 2]), marshal.dumps({"version": "2/py0.0"})):
+        cache.write_bytes(garbage)
+        assert repo.ok("list").out  # read as if there were no cache
     assert repo.ok("claim", "two").out.startswith("c2 ")
-    assert json.loads(cache.read_text())["max_seq"] == 2
+    assert marshal.loads(cache.read_bytes())["max_seq"] == 2
 
 
 def test_concurrent_appends_get_unique_sequential_ids(repo: Repo) -> None:
