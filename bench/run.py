@@ -198,7 +198,9 @@ def measure(name: str, case: Case, n: int, *, runs: int, seed: int) -> dict:
     cache = OUT / "cache" / f"{name}-{n}"
     env = base_env()
     env["XDG_CACHE_HOME"] = str(cache)
-    env["XDG_STATE_HOME"] = str(OUT / "state" / f"{name}-{n}")
+    state = OUT / "state" / f"{name}-{n}"
+    shutil.rmtree(state, ignore_errors=True)  # session memory from an earlier bench run would change the case
+    env["XDG_STATE_HOME"] = str(state)
     first = json.loads((cwd / ".docket" / "ledger.jsonl").open("rb").readline())["id"]
     cmd = [docket_command(), *(arg.replace("{first}", first) for arg in case.args)]
     before = [docket_command(), *case.before] if case.before else None
