@@ -56,6 +56,12 @@ def main(argv: list[str] | None = None) -> None:
         code = record_main(args[0], args[1:])
         if code is not None:
             _exit_now(code)
+    if args[:1] == ["show"]:
+        from .show_command import fast_main as show_main
+
+        code = show_main(args[1:])
+        if code is not None:
+            _exit_now(code)
     if args == ["--version"]:
         from . import __version__
 

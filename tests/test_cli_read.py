@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from .conftest import Repo
 
 
@@ -106,3 +108,23 @@ def test_show_from_the_outline_equals_the_full_projection(repo: Repo) -> None:
             assert fast == repo.ok("show", rid, "--at", ids[-1], *extra).out, rid
     digest = repo.ok("context").out.split("latest: ", 1)[1].split()[0].split("@")[1]
     assert repo.ok("show", f"{ids[-1]}@{digest}").out == repo.ok("show", ids[-1]).out
+
+
+def test_show_of_a_held_record_never_imports_typer(repo: Repo) -> None:
+    import subprocess
+    import sys
+
+    seed(repo)
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "docket_git", "show", "d3", "--json"],
+        cwd=repo.path,
+        env=repo.env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["id"] == "d3"
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "import time:" in line}
+    assert "docket_git.show_command" in imported
+    assert not {"typer", "pydantic", "pygit2"} & imported
+    assert repo.ok("show", "-h").out.startswith("Usage: docket show")  # help is Typer's

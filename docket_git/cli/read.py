@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from .. import model, project, store, validate
+from .. import model, project, show_command, store, validate
 from ..recording import UsageError
 from .app import app
 from .common import dump_json, fail, ledger_path, read_snapshot
@@ -70,11 +69,6 @@ def list_(
             typer.echo(" " * 6 + second)
 
 
-def _label(by_id: Mapping[str, dict], rid: str) -> str:
-    target = by_id.get(rid)
-    return f"{rid} ({target['text']})" if target else rid
-
-
 @app.command(rich_help_panel="Read")
 def show(
     record_id: Annotated[
@@ -87,7 +81,7 @@ def show(
     as_json: Annotated[bool, typer.Option("--json", help="The projected record as JSON.")] = False,
 ) -> None:
     """Show one record in full, with its derived state."""
-    if at is None and _show_from_outline(record_id, as_json=as_json):
+    if at is None and record_id not in show_command.declined and show_command.from_outline(record_id, as_json=as_json):
         return
     snap = read_snapshot()
     records = snap.records
@@ -118,68 +112,7 @@ def show(
         view = by_id.get(history_cli.current_id(record_id, snap))
         if view is None:
             fail(f"no entry {record_id}")
-    _print_view(view, by_id, as_json=as_json)
-
-
-def _show_from_outline(record_id: str, *, as_json: bool) -> bool:
-    """Show a record this ledger holds (as given) from the cached outline; False to take the long way.
-
-    Agents follow every briefing's "docket show RECORD_ID --json": on a large
-    ledger that is one parsed line instead of every record projected.
-    """
-    from ..context.briefing import read_outline
-    from ..context.outline import Lines
-
-    path = ledger_path()
-    if path is None:
-        return False
-    found, _ = read_outline(path)
-    lines = found.records
-    plain, _, digest = record_id.partition("@")
-    if plain not in found.pos or not isinstance(lines, Lines):
-        return False
-    if digest and not lines.prefix_digest(plain).startswith(digest.lower()):
-        return False
-    _print_view(project.view(lines[plain], found.derived), lines, as_json=as_json)
-    return True
-
-
-def _print_view(view: dict, by_id: Mapping[str, dict], *, as_json: bool) -> None:
-    if as_json:
-        typer.echo(dump_json(view))
-        return
-    typer.echo(f"{view['id']}  {view['kind']}  {view['state']}  {view['text']}")
-    rows: list[tuple[str, str]] = []
-    if view["kind"] == "decision":
-        rows.append(("Choice", view["choice"]))
-        if view.get("alternatives"):
-            rows.append(("Alternatives", "; ".join(view["alternatives"])))
-    rows.append(("Rationale", view.get("rationale", "")))
-    if view.get("supports"):
-        sets = [" AND ".join(_label(by_id, r) for r in group) for group in view["supports"]]
-        rows.append(("Because", " | ".join(sets)))
-    rows.append(("Supersedes", ", ".join(view.get("supersedes") or [])))
-    rows.append(("Superseded by", view["retired_by"]))
-    rows.append(("Depends on", ", ".join(_label(by_id, r) for r in view.get("depends_on") or [])))
-    if view["kind"] == "decision" and not view["applicable"]:
-        rows.append(("Blocked by", ", ".join(view["blocked_by"])))
-    rows.append(("Answers", ", ".join(_label(by_id, r) for r in view.get("answers") or [])))
-    rows.append(("Resolved by", ", ".join(view["resolved_by"])))
-    rows.append(("Decided by", view.get("decided_by", "")))
-    rows.append(("Cost if wrong", view.get("cost_if_wrong", "")))
-    rows.append(("Revisit", view.get("revisit", "")))
-    rows.append(("Scope", ", ".join(view.get("scope") or [])))
-    evidence = [e["ref"] + (f" @ {e['commit']}" if e.get("commit") else "") for e in view.get("evidence") or []]
-    rows.append(("Evidence", "; ".join(evidence)))
-    if view["recorded_state"] != view["state"]:
-        rows.append(("Recorded state", view["recorded_state"]))
-    if view.get("pinned"):
-        rows.append(("Pinned", "yes"))
-    for name, value in rows:
-        if value:
-            typer.echo(f"{name}: {value}")
-    typer.echo(f"Recorded: {view['ts']}")
-    typer.echo(f"Author: {view['author'] or '-'}  Session: {view['session'] or '-'}  Branch: {view['branch'] or '-'}")
+    show_command.print_view(view, by_id, as_json=as_json)
 
 
 ORDER_ADVICE = (
