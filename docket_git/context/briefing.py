@@ -173,10 +173,6 @@ def _build(
         notes.append(f"baseline {since} is unknown or stale; printing a full briefing")
         ledger_outline: Outline = Outline.build(snapshot.records)
         revision = snapshot.revision()
-    elif query.strip():
-        # A query reads every record's prose: parse the whole ledger.
-        snapshot = store.read(path)
-        ledger_outline, revision = Outline.build(snapshot.records), snapshot.revision()
     else:
         ledger_outline, revision = read_outline(path)
     if not ledger_outline.ids:

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from . import scope as scoping
-from .outline import Outline, references
+from .outline import Lines, Outline, references
 
 COMPONENTS: tuple[str, ...] = ("scope", "text", "recency", "degree", "pinned")
 #: Query points are capped here before the text weight scales them.
@@ -129,7 +129,8 @@ class Scoring:
         self.scope = scoping.scope_points(outline.scopes, files or [], weights)
         if query.strip():
             records = outline.records
-            self.points = record_points([records[rid] for rid in outline.live], query)
+            live = records.many(outline.live) if isinstance(records, Lines) else [records[rid] for rid in outline.live]
+            self.points = record_points(live, query)
         else:
             self.points = {}
         #: In-degrees, and the reverse relation index expansion walks.
