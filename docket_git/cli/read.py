@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -16,6 +17,26 @@ from .common import dump_json, fail, ledger_path, read_snapshot
 
 def _formula(record: dict) -> str:
     return " | ".join(",".join(group) for group in record.get("supports") or [])
+
+
+def _views(kind: str | None, *, superseded: bool) -> list[dict]:
+    """Projected records in file order (current ones unless superseded), of one kind if given.
+
+    From the cached outline: only the listed records' lines are decoded, in one go.
+    """
+    from ..context.briefing import read_outline
+    from ..context.outline import Lines
+
+    path = ledger_path()
+    if path is None:
+        return []
+    found, _ = read_outline(path)
+    ids = found.ids if superseded else found.live
+    if kind is not None:
+        ids = [rid for rid in ids if model.kind_of(rid) == kind]
+    lines = found.records
+    records = lines.many(ids) if isinstance(lines, Lines) else [lines[rid] for rid in ids]
+    return [project.view(record, found.derived) for record in records]
 
 
 @app.command("list", rich_help_panel="Read")
@@ -36,7 +57,7 @@ def list_(
         raise UsageError(f"--kind must be one of {', '.join(model.KINDS)}; got {kind!r}")
     if state is not None and state not in model.ALL_STATES:
         raise UsageError(f"--state must be one of {', '.join(model.ALL_STATES)}; got {state!r}")
-    views = project.project(read_snapshot().records)
+    views = _views(kind, superseded=superseded)
     needle = find.casefold() if find else None
     views = [
         v
@@ -53,20 +74,22 @@ def list_(
         typer.echo("docket: nothing recorded", err=True)
         return
     width = shutil.get_terminal_size((100, 24)).columns
+    out: list[str] = []
     for v in views:
         if oneline:
             line = f"{v['id']:<5} {v['state']:<9} {v['text']}"
-            typer.echo(line if len(line) <= width else line[: max(width - 1, 20)] + "…")
+            out.append(line if len(line) <= width else line[: max(width - 1, 20)] + "…")
             continue
         line = f"{v['id']}  {v['state']}  {v['text']}"
         if v.get("supports"):
             line += f"  <- {_formula(v)}"
         if v["retired_by"]:
             line += f"  (superseded by {v['retired_by']})"
-        typer.echo(line)
+        out.append(line)
         second = v.get("choice") or v.get("rationale")
         if second:
-            typer.echo(" " * 6 + second)
+            out.append(" " * 6 + second)
+    sys.stdout.write("\n".join(out) + "\n")  # one write: echoing 100k lines one by one took seconds
 
 
 @app.command(rich_help_panel="Read")
