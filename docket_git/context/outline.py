@@ -4,16 +4,17 @@ Record order, projection (retired, blocked, resolved), in-degrees, the
 reverse relation index, pinned records and which current records carry each
 scope string. ``Outline.build`` computes it from parsed records; ``load``
 gets it from a cache in the user cache directory, so a session hook on a
-100k-record ledger neither parses every line nor re-derives every state.
-Full records are parsed one line at a time, only for the records a
-briefing actually prints.
+100k-record ledger neither decodes every line nor re-derives every state.
+Full records are decoded from their lines only when a command prints or
+weighs them (``Lines``), one at a time or many in one ``json.loads``.
 
 The cache holds the outline of a ledger prefix, keyed by its byte length
-and SHA-256. The same bytes give the same outline; a ledger that only grew
-reuses the cached rows (the structural fields of each record) and parses
-just the new lines; anything else rebuilds from scratch. Like the
-validated-prefix cache, it is never trusted over the file, and losing it
-costs only time.
+and SHA-256. The same bytes give the same outline. When the ledger only
+grew by records that retire nothing, the cached outline is extended in
+place (``Outline.extend``); a supersession rebuilds it from the cached rows
+(each record's structural fields) plus the new lines; any other change
+rebuilds it from every line. Like the validated-prefix cache, it is never
+trusted over the file, and losing it costs only time.
 """
 
 from __future__ import annotations
@@ -175,7 +176,16 @@ class Outline:
     @classmethod
     def build(cls, records: list[dict]) -> Outline:
         """The outline of validated records (raw, or projected views) in file order."""
-        outline = cls([r["id"] for r in records], derive(records), {}, {}, set(), {}, {}, {r["id"]: r for r in records})
+        outline = cls(
+            ids=[r["id"] for r in records],
+            derived=derive(records),
+            degrees={},
+            incoming={},
+            pinned=set(),
+            scopes={},
+            depends={},
+            records={r["id"]: r for r in records},
+        )
         current, pos = outline.current, outline.pos
         outline.degrees, outline.incoming = references(records, current, outline.derived.resolved_by)
         for holders in outline.incoming.values():
@@ -238,6 +248,7 @@ class Outline:
         return True
 
     def retired_count(self) -> int:
+        """How many records a later record supersedes."""
         return len(self.ids) - len(self.current)
 
 
