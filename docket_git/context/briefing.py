@@ -171,10 +171,7 @@ def _build(
             )
             return Briefing(text, notes, latest)
         notes.append(f"baseline {since} is unknown or stale; printing a full briefing")
-        ledger_outline: Outline = Outline.build(snapshot.records)
-        revision = snapshot.revision()
-    else:
-        ledger_outline, revision = read_outline(path)
+    ledger_outline, revision = read_outline(path)
     if not ledger_outline.ids:
         return Briefing("")
     meta = _meta(identity, revision, ledger_outline.ids[-1], settings)
