@@ -189,6 +189,12 @@ class Snapshot:
     torn_line: int | None = None
     #: (length, SHA-256) of a prefix already hashed while reading, so revision() need not hash it again.
     hashed: tuple[int, str] = (0, "")
+    #: Read without records: the records validation parsed anyway (those past the cached
+    #: prefix, from byte ``tail_from``) and the offset just past each, for callers that
+    #: would otherwise decode the same lines again.
+    tail: list[dict] = field(default_factory=list)
+    tail_ends: list[int] = field(default_factory=list)
+    tail_from: int = 0
 
     def position(self, record_id: str) -> int | None:
         """The index of the record with this ID in ``records``, if any."""
@@ -269,6 +275,7 @@ def _parse(path: Path, data: bytes, *, records: bool, use_cache: bool) -> Snapsh
     cached = _load_cache(path, data) if use_cache else None
     start, line_no, index = (cached.length, cached.lines, cached.index) if cached else (0, 0, Index())
     snap.index = index
+    snap.tail_from = start
     if cached:
         snap.hashed = (cached.length, cached.digest)
     if records and start:
@@ -303,6 +310,9 @@ def _parse(path: Path, data: bytes, *, records: bool, use_cache: bool) -> Snapsh
         if records:
             snap.records.append(record)
             snap.ends.append(end)
+        else:
+            snap.tail.append(record)
+            snap.tail_ends.append(end)
         valid_end = end
         line_no = number
         grew = True

@@ -43,6 +43,8 @@ class Fault:
 
 
 def _strings(value: object, *, non_empty: bool) -> bool:
+    if type(value) is list and not value:
+        return True  # most relation lists are empty: spare the generator (a cold 100k read calls this 450k times)
     return isinstance(value, list) and all(isinstance(v, str) and (v or not non_empty) for v in value)
 
 
@@ -103,8 +105,8 @@ def check_line(record: object) -> str:
     schema = record.get("schema")
     if "schema" not in record or (schema == 1 and type(schema) is int):
         raise Invalid("schema", LEGACY_MESSAGE)
-    unknown = sorted(set(record) - model.KNOWN_FIELDS)
-    if unknown:
+    if not model.KNOWN_FIELDS.issuperset(record):
+        unknown = sorted(set(record) - model.KNOWN_FIELDS)
         raise Invalid("record", f"unknown field(s): {', '.join(unknown)}")
     if type(schema) is not int or schema != model.SCHEMA:
         raise Invalid("schema", f"expected schema {model.SCHEMA}, got {json.dumps(schema)}")

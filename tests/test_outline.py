@@ -64,10 +64,17 @@ def cache_home() -> Iterator[Path]:
                 os.environ["XDG_CACHE_HOME"] = old
 
 
-def loaded(path: Path, data: bytes) -> Outline:
+def loaded(path: Path, data: bytes, *, validated: bool = False) -> Outline:
+    """The outline through the cache; ``validated`` also hands it the records store validation decoded."""
+    from docket_git import store
+
     path.write_bytes(data)
     end = records_end(data, len(data))
-    return outline_mod.load(path, data, end, canonical.sha256(data[:end]))
+    parsed = None
+    if validated:
+        snap = store.parse(path, data, records=False)
+        parsed = (snap.tail_from, snap.tail, snap.tail_ends)
+    return outline_mod.load(path, data, end, canonical.sha256(data[:end]), parsed)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -75,19 +82,22 @@ def loaded(path: Path, data: bytes) -> Outline:
     records=ledgers(),
     cuts=st.lists(st.integers(0, 70), min_size=1, max_size=3),
     blanks=st.sets(st.integers(0, 70), max_size=4),
+    validated=st.booleans(),
 )
-def test_load_after_growth_equals_a_full_build(records: list[dict], cuts: list[int], blanks: set[int]) -> None:
+def test_load_after_growth_equals_a_full_build(
+    records: list[dict], cuts: list[int], blanks: set[int], validated: bool
+) -> None:
     with cache_home() as tmp:
         path = tmp / "repo" / ".docket" / "ledger.jsonl"
         path.parent.mkdir(parents=True)
         # The ledger grows through each cut, then to its full length; each step loads through the cache.
         for cut in sorted(c for c in cuts if 0 < c < len(records)):
             part = records[:cut]
-            assert facts(loaded(path, encode(part, blanks))) == facts(Outline.build(part))
+            assert facts(loaded(path, encode(part, blanks), validated=validated)) == facts(Outline.build(part))
         data = encode(records, blanks)
         expected = facts(Outline.build(records))
-        assert facts(loaded(path, data)) == expected
-        assert facts(loaded(path, data)) == expected  # the exact hit
+        assert facts(loaded(path, data, validated=validated)) == expected
+        assert facts(loaded(path, data, validated=validated)) == expected  # the exact hit
 
 
 def test_grown_ledger_extends_the_cached_outline_and_a_supersession_rebuilds(tmp_path: Path, monkeypatch) -> None:

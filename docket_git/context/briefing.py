@@ -201,7 +201,8 @@ def read_outline(path: Path, snapshot: store.Snapshot | None = None) -> tuple[Ou
         return Outline.build([]), canonical.sha256(b"")
     length, digest = snapshot.hashed
     revision = digest if length == end and digest else canonical.sha256(memoryview(data)[:end])
-    return outline.load(path, data, end, revision), revision
+    parsed = (snapshot.tail_from, snapshot.tail, snapshot.tail_ends)
+    return outline.load(path, data, end, revision, parsed), revision
 
 
 def _unchanged_since(

@@ -282,8 +282,12 @@ def records_end(data: bytes, valid_length: int) -> int:
     return nl + 1 if nl >= 0 else valid_length
 
 
-def _new_lines(data: bytes, start: int, stop: int) -> tuple[list[dict], list[int]]:
+def _new_lines(data: bytes, start: int, stop: int, parsed: Parsed | None = None) -> tuple[list[dict], list[int]]:
     """The records of data[start:stop] (whole validated lines) and the offset just past each."""
+    if parsed is not None:
+        first, records, ends = parsed
+        if first == start and (ends[-1] if ends else start) == stop:
+            return records, ends
     lines = data[start:stop].split(b"\n")
     if lines and not lines[-1]:
         lines.pop()
@@ -299,17 +303,22 @@ def _new_lines(data: bytes, start: int, stop: int) -> tuple[list[dict], list[int
     return records, ends
 
 
-def load(path: Path, data: bytes, end: int, revision: str) -> Outline:
+#: Records a caller already decoded: (byte offset they start at, records, offset past each).
+Parsed = tuple[int, list[dict], list[int]]
+
+
+def load(path: Path, data: bytes, end: int, revision: str, parsed: Parsed | None = None) -> Outline:
     """The outline of data[:end] (validated records ending at ``end``, SHA-256 ``revision``).
 
     From the cache when it holds exactly these bytes; extended by the new
     lines when the ledger only grew by records that retire nothing; else
     rebuilt from the cached rows plus the new lines, or from every line.
     A changed outline is saved for the next caller; a damaged cache file
-    costs a rebuild, never a wrong or failed briefing.
+    costs a rebuild, never a wrong or failed briefing. ``parsed`` are records
+    the caller decoded while validating, used instead of decoding them again.
     """
     try:
-        outline = _cached(path, data, end, revision)
+        outline = _cached(path, data, end, revision, parsed)
     except Exception:
         outline = None
     if outline is not None:
@@ -318,7 +327,7 @@ def load(path: Path, data: bytes, end: int, revision: str) -> Outline:
         start, rows, ends = _cached_rows(path, data, end, revision)
     except Exception:
         start, rows, ends = 0, [], array("q")
-    new, new_ends = _new_lines(data, start, end)
+    new, new_ends = _new_lines(data, start, end, parsed)
     rows.extend(row(r) for r in new)
     ends.extend(new_ends)
     outline = Outline.build(rows)
@@ -328,7 +337,7 @@ def load(path: Path, data: bytes, end: int, revision: str) -> Outline:
     return outline
 
 
-def _cached(path: Path, data: bytes, end: int, revision: str) -> Outline | None:
+def _cached(path: Path, data: bytes, end: int, revision: str, parsed: Parsed | None) -> Outline | None:
     """The cached outline, extended by appended records; None when a rebuild is needed."""
     cached = _read(path, "outline", data, end, revision)
     if cached is None:
@@ -338,7 +347,7 @@ def _cached(path: Path, data: bytes, end: int, revision: str) -> Outline | None:
     outline.records = Lines(data, ends, outline.pos)
     if length == end:
         return outline
-    new, new_ends = _new_lines(data, length, end)
+    new, new_ends = _new_lines(data, length, end, parsed)
     ends.extend(new_ends)  # so a new record can look up the new records before it
     if not outline.extend(new):
         return None
