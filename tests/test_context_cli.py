@@ -309,12 +309,26 @@ def test_ledger_below_the_work_tree_root(bare_repo: Repo) -> None:
     project_dir.mkdir()
     (project_dir / ".docket").mkdir()
     (project_dir / ".docket" / "ledger.jsonl").write_text(
-        json.dumps(rec("c1", "the api module", scope=["api.py"])) + "\n"
+        json.dumps(rec("c1", "the api module", scope=["*.py"])) + "\n"
     )
     (project_dir / "api.py").write_text("x\n")
     (bare_repo.path / "top.py").write_text("x\n")
     text = bare_repo.docket("context", cwd=project_dir).out
     assert files_line(text) == "# files: api.py"  # relative to the ledger's directory; top.py is outside it
+
+
+def test_a_guess_no_record_matches_briefs_unscoped(repo: Repo) -> None:
+    """Right after `docket init` the only new file is .gitattributes: no record is about it."""
+    repo.ok("claim", "Payments need keys", "--scope", "src/pay/")
+    repo.ok("decision", "Keys live in Redis", "--choice", "Redis", "--scope", "src/pay/")
+    text = repo.ok("context").out
+    assert files_line(text) is None
+    assert "# selection: scored by recency and relations; no task scope given" in text
+    assert blocks(text) == ["d2", "c1"]
+    write(repo, "src/pay/api.py")  # now the guess names work a record is about
+    text = repo.ok("context").out
+    assert files_line(text) is not None and "src/pay/api.py" in files_line(text)
+    assert "# selection: scored by task scope and query, with related records" in text
 
 
 def test_unreadable_git_state_falls_back_to_unscoped(repo: Repo) -> None:

@@ -179,6 +179,12 @@ def _build(
     scoped = task_files(
         path.parent.parent, settings, query=query, files=files, all_records=all_records, auto_scope=auto_scope
     )
+    guessed = not (query.strip() or any(f.strip() for f in files) or all_records)
+    if guessed and scoped and not scope.scope_points(ledger_outline.scopes, scoped, settings["weights"]):
+        # Auto-scope only guesses at the task (right after `docket init` its guess is
+        # .gitattributes); a guess no record's scope matches would leave the briefing with
+        # nothing in full text, so brief as if no task were given.
+        scoped = []
     notice = _driver_notice(path.parent.parent)
     if notice and max_chars is not None and max_chars - len(notice) < settings["budget"]["minimum"]:
         notes.append(notice.lstrip("# ").rstrip())  # no room under this ceiling: say it on stderr
