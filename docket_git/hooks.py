@@ -127,7 +127,7 @@ def governing(outline: Outline, rel_path: str) -> list[str]:
         for scope, holders in outline.scopes.items()
         if scope_covers(scope, rel_path)
         for rid in holders
-        if outline.records[rid]["kind"] == "decision"
+        if rid[0] == "d"  # an ID's prefix is its kind: no record needs decoding to know it
     }
     return sorted(hits, key=outline.pos.__getitem__, reverse=True)
 
