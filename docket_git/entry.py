@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> None:
         code = fast_main(args[1:])
         if code is not None:
             _exit_now(code)
-    if args[:1] in (["claim"], ["decision"], ["question"]):
+    if args[:1] in (["claim"], ["decision"], ["question"], ["record"]):
         from .record_command import fast_main as record_main
 
         code = record_main(args[0], args[1:])

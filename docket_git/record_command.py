@@ -1,4 +1,4 @@
-"""``docket claim|decision|question`` without Typer: the option table, a strict parser, the one executor.
+"""``docket claim|decision|question|record`` without Typer: the option table, a strict parser, the executors.
 
 Agents record many times a session, and Typer (with the pydantic it now
 builds its parameters with) costs such a command over a tenth of a second
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -157,6 +158,37 @@ def execute(kind: str, text: str, opts: dict) -> None:
     report(records, as_json=opts["as_json"], dry_run=opts["dry_run"])
 
 
+def execute_batch(file: str, *, dry_run: bool, as_json: bool) -> None:
+    """``docket record FILE``: append a JSONL batch all or nothing (``-`` reads stdin)."""
+    if file == "-":
+        data = sys.stdin.buffer.read()
+    else:
+        try:
+            data = Path(file).read_bytes()
+        except OSError as exc:
+            raise recording.UsageError(f"cannot read {file}: {exc.strerror}") from None
+    path = store.locate(Path.cwd())
+    drafts = recording.parse_batch(data, recording.provenance(path))
+    records = store.append(path, drafts, dry_run=dry_run)
+    report(records, as_json=as_json, dry_run=dry_run, jsonl=True)
+
+
+def parse_batch_args(args: list[str]) -> tuple[str, bool, bool] | None:
+    """(file, --dry-run, --json) for a plain ``docket record`` call; None for anything Typer should see."""
+    flags = {"--dry-run": False, "--json": False}
+    files: list[str] = []
+    for arg in args:
+        if arg in flags:
+            flags[arg] = True
+        elif arg == "-" or not arg.startswith("-"):
+            files.append(arg)
+        else:
+            return None
+    if len(files) > 1:
+        return None
+    return (files[0] if files else "-"), flags["--dry-run"], flags["--json"]
+
+
 def report(records: list[dict], *, as_json: bool, dry_run: bool, jsonl: bool = False) -> None:
     """Print the records (one line each, or JSON), then their hints and the dry-run note on stderr."""
     for record in records:
@@ -174,13 +206,23 @@ def report(records: list[dict], *, as_json: bool, dry_run: bool, jsonl: bool = F
 
 
 def fast_main(kind: str, args: list[str]) -> int | None:
-    """Run ``docket KIND ARGS`` when the strict parser takes them; None to hand them to Typer."""
+    """Run ``docket KIND ARGS`` (``record`` too) when the strict parser takes them; None to hand them to Typer."""
+    if kind == "record":
+        batch = parse_batch_args(args)
+        if batch is None:
+            return None
+        return _guarded(lambda: execute_batch(batch[0], dry_run=batch[1], as_json=batch[2]))
     parsed = parse(kind, args)
     if parsed is None:
         return None
     text, opts = parsed
+    return _guarded(lambda: execute(kind, text, opts))
+
+
+def _guarded(run: Callable[[], None]) -> int:
+    """Run a command; a ledger or usage error becomes ``docket: ...`` and its exit code."""
     try:
-        execute(kind, text, opts)
+        run()
     except store.LedgerError as exc:
         print(f"docket: {exc}", file=sys.stderr)
         return exc.exit_code

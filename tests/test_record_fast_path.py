@@ -115,3 +115,54 @@ def test_a_plain_claim_never_imports_typer(repo: Repo) -> None:
     imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "import time:" in line}
     assert "docket_git.record_command" in imported
     assert not {"typer", "pydantic", "pygit2"} & imported
+
+
+BATCH = (
+    '{"kind":"claim","text":"Batch premise","scope":["src/a.py"],"state":"accepted"}\n'
+    '{"kind":"decision","text":"Batch choice","choice":"x","depends_on":["@1"]}\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin"),
+    [
+        (["record"], BATCH),
+        (["record", "-", "--json"], BATCH),
+        (["record", "--dry-run"], BATCH),
+        (["record", "batch.jsonl"], ""),
+        (["record", "missing.jsonl"], ""),
+        (["record"], '{"kind":"claim","text":"bad","depends_on":["c1"]}\n'),
+        (["record", "a", "b"], ""),
+    ],
+)
+def test_record_batches_fast_and_through_typer_agree(repo: Repo, args: list[str], stdin: str) -> None:
+    (repo.path / "batch.jsonl").write_text(BATCH)
+    seed = repo.ledger.read_bytes()
+    fast = repo.docket(*args, input=stdin)
+    fast_ledger = repo.ledger.read_bytes()
+    repo.ledger.write_bytes(seed)
+    slow = subprocess.run([*TYPER, *args], cwd=repo.path, env=repo.env, input=stdin, capture_output=True, text=True)
+    assert (fast.code, fast.err) == (slow.returncode, slow.stderr)
+    assert [_no_ts_text(line) for line in fast.out.splitlines()] == [
+        _no_ts_text(line) for line in slow.stdout.splitlines()
+    ]
+    assert [_no_ts(line) for line in fast_ledger.splitlines()] == [
+        _no_ts(line) for line in repo.ledger.read_bytes().splitlines()
+    ]
+
+
+def _no_ts_text(line: str) -> object:
+    """A JSONL output line without its timestamp; any other line as it is."""
+    return _no_ts(line.encode()) if line.startswith("{") else line
+
+
+def _no_ts(line: bytes) -> dict:
+    record = json.loads(line)
+    record.pop("ts")
+    return record
+
+
+def test_record_batch_options_match_the_typer_command() -> None:
+    assert typer_params("record") == [("--dry-run", False, True, False), ("--json", False, True, False)]
+    assert record_command.parse_batch_args(["--json", "-"]) == ("-", False, True)
+    assert record_command.parse_batch_args(["-h"]) is None

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from .. import record_command, recording, store
+from .. import record_command
 from .app import app
 
 Scope = Annotated[
@@ -172,14 +170,4 @@ def record(
     supports, answers, ...); IDs are allocated. Cite an earlier line of the
     batch as @N (counting from 1), e.g. {"kind":"decision",...,"depends_on":["@1"]}.
     """
-    if file == "-":
-        data = sys.stdin.buffer.read()
-    else:
-        try:
-            data = Path(file).read_bytes()
-        except OSError as exc:
-            raise recording.UsageError(f"cannot read {file}: {exc.strerror}") from None
-    path = store.locate(Path.cwd())
-    drafts = recording.parse_batch(data, recording.provenance(path))
-    records = store.append(path, drafts, dry_run=dry_run)
-    record_command.report(records, as_json=as_json, dry_run=dry_run, jsonl=True)
+    record_command.execute_batch(file, dry_run=dry_run, as_json=as_json)
