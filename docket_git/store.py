@@ -28,7 +28,7 @@ from .validate import Index, Invalid, check_line, check_new, parse_line
 
 LEDGER_DIR = ".docket"
 LEDGER_NAME = "ledger.jsonl"
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 #: The cache is marshal data (several times faster to load than JSON at 100k IDs), whose
 #: format may change between Python versions: a cache is read only by the one that wrote it.
 _FORMAT = f"{CACHE_VERSION}/py{sys.version_info[0]}.{sys.version_info[1]}"
@@ -129,36 +129,84 @@ class _Prefix:
 
 
 def _load_cache(path: Path, data: bytes) -> _Prefix | None:
+    """The cached prefix if the file still starts with it; else the longest checkpoint it still starts with.
+
+    A branch switch or a rebase rewrites the ledger past some point; the
+    checkpoints (at 1/2, 3/4, 7/8, ... of the cached prefix) let a read
+    re-validate only from the last one the bytes still match.
+    """
     try:
         raw = marshal.loads(_cache_file(path).read_bytes())
         if raw.get("version") != _FORMAT or raw.get("path") != str(path.resolve()):
             return None
         length = raw["length"]
-        if length > len(data) or hashlib.sha256(memoryview(data)[:length]).hexdigest() != raw["digest"]:
-            return None
-        index = Index(
-            max_seq=raw["max_seq"],
-            lines=raw["ids"],
-            retired=set(raw["retired"]),
-            count=raw["count"],
-        )
-        return _Prefix(length, raw["lines"], index, raw["digest"])
+        if length <= len(data) and hashlib.sha256(memoryview(data)[:length]).hexdigest() == raw["digest"]:
+            retired_at = raw["retired"]
+            index = Index(raw["max_seq"], raw["ids"], set(retired_at), raw["count"], retired_at)
+            return _Prefix(length, raw["lines"], index, raw["digest"])
+        return _from_checkpoint(raw, data)
     except Exception:  # missing, damaged or foreign: validate again, as without a cache
         return None
 
 
+def _from_checkpoint(raw: dict, data: bytes) -> _Prefix | None:
+    best = None
+    digest = hashlib.sha256()
+    pos = 0
+    for end, line, expected in raw["checkpoints"]:
+        if end > len(data):
+            break
+        digest.update(memoryview(data)[pos:end])
+        pos = end
+        if digest.hexdigest() != expected:
+            break  # prefixes nest: no later checkpoint can match either
+        best = (end, line, expected)
+    if best is None:
+        return None
+    end, line, expected = best
+    ids = {rid: n for rid, n in raw["ids"].items() if n <= line}
+    retired_at = {rid: n for rid, n in raw["retired"].items() if n <= line}
+    max_seq = model.seq(next(reversed(ids))) if ids else 0  # IDs only increase along the file
+    return _Prefix(end, line, Index(max_seq, ids, set(retired_at), len(ids), retired_at), expected)
+
+
+#: Checkpoints at these fractions of the prefix: 1/2, 3/4, 7/8, ... (the last few records matter most).
+CHECKPOINT_DEPTH = 16
+
+
+def _checkpoints(prefix: bytes) -> tuple[str, list[tuple[int, int, str]]]:
+    """The prefix's SHA-256, and (byte end, line, SHA-256) at line ends near 1/2, 3/4, 7/8, ... of it."""
+    size = len(prefix)
+    targets = sorted({prefix.find(b"\n", size - (size >> j)) + 1 for j in range(1, CHECKPOINT_DEPTH + 1)})
+    digest = hashlib.sha256()
+    view = memoryview(prefix)
+    pos = line = 0
+    out: list[tuple[int, int, str]] = []
+    for end in targets:
+        if end <= pos or end >= size:
+            continue
+        digest.update(view[pos:end])
+        line += prefix.count(b"\n", pos, end)
+        pos = end
+        out.append((end, line, digest.hexdigest()))
+    digest.update(view[pos:])
+    return digest.hexdigest(), out
+
+
 def _save_cache(path: Path, prefix_bytes: bytes, lines: int, index: Index) -> None:
     target = _cache_file(path)
+    digest, checkpoints = _checkpoints(prefix_bytes)
     payload = {
         "version": _FORMAT,
         "path": str(path.resolve()),
         "length": len(prefix_bytes),
-        "digest": hashlib.sha256(prefix_bytes).hexdigest(),
+        "digest": digest,
         "lines": lines,
         "max_seq": index.max_seq,
         "count": index.count,
         "ids": index.lines,
-        "retired": sorted(index.retired),
+        "retired": index.retired_at,
+        "checkpoints": checkpoints,
     }
     try:
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -176,6 +176,8 @@ class Index:
     #: IDs some record supersedes.
     retired: set[str] = field(default_factory=set)
     count: int = 0
+    #: Retired ID -> the line of the record that retired it (lets a cached index be cut back to a line).
+    retired_at: dict[str, int] = field(default_factory=dict)
 
     def check(self, record: dict) -> None:
         """Apply the cross-record rules to a record that passed ``check_line``."""
@@ -206,7 +208,11 @@ class Index:
         rid = record["id"]
         self.lines[rid] = line
         self.max_seq = max(self.max_seq, model.seq(rid))
-        self.retired.update(record.get("supersedes") or ())
+        supersedes = record.get("supersedes")
+        if supersedes:
+            self.retired.update(supersedes)
+            for target in supersedes:
+                self.retired_at[target] = line
         self.count += 1
 
     def next_id(self, kind: str) -> str:

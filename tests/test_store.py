@@ -76,3 +76,51 @@ def test_concurrent_appends_get_unique_sequential_ids(repo: Repo) -> None:
     assert ids == sorted(ids, key=lambda x: int(x[1:]))
     assert sorted(r["text"] for r in repo.records()) == sorted(f"writer {i}" for i in range(n))
     assert repo.docket("check").code == 0
+
+
+def _index_facts(snap) -> tuple:
+    i = snap.index
+    return (dict(i.lines), i.retired, i.retired_at, i.max_seq, i.count, snap.records, snap.valid_length)
+
+
+def test_a_rewritten_tail_revalidates_from_the_last_matching_checkpoint(repo: Repo, monkeypatch) -> None:
+    """A branch switch keeps the ledger's start: the cache's checkpoints spare re-validating it."""
+    from docket_git import canonical, store
+
+    records = [rec(f"c{i}") for i in range(1, 65)]
+    records[40] = rec("c41", supersedes=["c3"])
+    main = b"".join(canonical.line(r) for r in records)
+    repo.ledger.write_bytes(main)
+    repo.ok("list")  # fills the cache, with checkpoints
+    (cache,) = cache_files(repo)
+    payload = marshal.loads(cache.read_bytes())
+    assert len(payload["checkpoints"]) >= 4
+    # The other branch shares the first 50 records, then differs.
+    other = b"".join(canonical.line(r) for r in [*records[:50], rec("c70", text="other branch"), rec("c71")])
+    repo.ledger.write_bytes(other)
+    monkeypatch.setenv("XDG_CACHE_HOME", repo.env["XDG_CACHE_HOME"])
+    cached = store.parse(repo.ledger, other)
+    fresh = store.parse(repo.ledger, other, use_cache=False)
+    assert _index_facts(cached) == _index_facts(fresh)
+    assert 0 < cached.hashed[0] < len(other)  # resumed at a checkpoint inside the shared part
+    # Proof the checkpoint's index was used: a retirement forged into the cache before it shows.
+    repo.ledger.write_bytes(main)
+    repo.ok("list")
+    payload = marshal.loads(cache.read_bytes())
+    payload["retired"]["c5"] = 2
+    cache.write_bytes(marshal.dumps(payload))
+    repo.ledger.write_bytes(other)
+    result = repo.docket("claim", "retire c5", "--supersedes", "c5")
+    assert result.code == 1 and "c5' is already retired" in result.err
+
+
+def test_a_shorter_or_unrelated_ledger_reads_as_without_a_cache(repo: Repo) -> None:
+    from docket_git import canonical
+
+    records = [rec(f"c{i}") for i in range(1, 40)]
+    repo.ledger.write_bytes(b"".join(canonical.line(r) for r in records))
+    repo.ok("list")
+    repo.ledger.write_bytes(b"".join(canonical.line(r) for r in records[:7]))  # an older state
+    assert repo.ok("claim", "next").out.startswith("c8 ")
+    repo.ledger.write_bytes(canonical.line(rec("c1", text="a different start")))
+    assert repo.ok("claim", "fresh").out.startswith("c2 ")
