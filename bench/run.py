@@ -59,42 +59,35 @@ def dirty_tree(repo: Path) -> None:
     (repo / "src/search/new_module.py").write_text("# new\n")
 
 
+#: The untimed step of the *-after-append cases: another session records into the ledger.
+APPEND = ["claim", "Appended between sessions", "--scope", "src/billing/cache.py", "--rationale", "bench"]
+
+
+def session_start(source: str, note: str, *, appended: bool = False) -> Case:
+    """``docket hook session-start`` fed Claude's hook JSON for source; optionally after an append."""
+    stdin = f'{{"session_id": "bench", "source": "{source}", "cwd": "{{cwd}}"}}'
+    if not appended:
+        return Case(["hook", "session-start"], note, stdin=stdin)
+    return Case(["hook", "session-start"], note, stdin=stdin, prepare=lambda repo: None, before=APPEND)
+
+
 CASES: dict[str, Case] = {
     "context": Case(["context"], "bare, as a session hook runs it: auto-scope from the last commit"),
     "context-dirty": Case(["context"], "auto-scope from changed and untracked files", prepare=dirty_tree),
     "context-query": Case(["context", "--query", "cache invalidation zephyr"], "query, auto-scope off"),
     "context-all": Case(["context", "--all"], "--all, every current record ranked"),
     "context-since": Case(["context", "--since", "{first}"], "--since the first record: a delta of the whole ledger"),
-    "hook-startup": Case(
-        ["hook", "session-start"],
-        "agent session start: auto-scoped briefing in Claude's JSON, baseline saved",
-        stdin='{"session_id": "bench", "source": "startup", "cwd": "{cwd}"}',
+    "hook-startup": session_start(
+        "startup", "agent session start: auto-scoped briefing in Claude's JSON, baseline saved"
     ),
-    "hook-after-append": Case(
-        ["hook", "session-start"],
+    "hook-after-append": session_start(
+        "startup",
         "agent session start after another session appended a record (the cached outline grows)",
-        stdin='{"session_id": "bench", "source": "startup", "cwd": "{cwd}"}',
-        prepare=lambda repo: None,
-        before=["claim", "Appended between sessions", "--scope", "src/billing/cache.py", "--rationale", "bench"],
+        appended=True,
     ),
-    "hook-resume": Case(
-        ["hook", "session-start"],
-        "agent resume: the delta since this session's baseline",
-        stdin='{"session_id": "bench", "source": "resume", "cwd": "{cwd}"}',
-    ),
-    "hook-resume-after-append": Case(
-        ["hook", "session-start"],
-        "agent resume after another session appended a record: a one-record delta",
-        stdin='{"session_id": "bench", "source": "resume", "cwd": "{cwd}"}',
-        prepare=lambda repo: None,
-        before=[
-            "claim",
-            "Appended while the agent was away",
-            "--scope",
-            "src/billing/cache.py",
-            "--rationale",
-            "bench",
-        ],
+    "hook-resume": session_start("resume", "agent resume: the delta since this session's baseline"),
+    "hook-resume-after-append": session_start(
+        "resume", "agent resume after another session appended a record: a one-record delta", appended=True
     ),
     "hook-guard": Case(
         ["hook", "pre-tool-use"],

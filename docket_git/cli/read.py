@@ -25,7 +25,6 @@ def _views(kind: str | None, *, superseded: bool) -> list[dict]:
     From the cached outline: only the listed records' lines are decoded, in one go.
     """
     from ..context.briefing import read_outline
-    from ..context.outline import Lines
 
     path = ledger_path()
     if path is None:
@@ -34,9 +33,7 @@ def _views(kind: str | None, *, superseded: bool) -> list[dict]:
     ids = found.ids if superseded else found.live
     if kind is not None:
         ids = [rid for rid in ids if model.kind_of(rid) == kind]
-    lines = found.records
-    records = lines.many(ids) if isinstance(lines, Lines) else [lines[rid] for rid in ids]
-    return [project.view(record, found.derived) for record in records]
+    return [project.view(record, found.derived) for record in found.many(ids)]
 
 
 @app.command("list", rich_help_panel="Read")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from .. import model
 from ..project import Derived, derive, is_available, project, view
 from . import render
-from .outline import Lines, Outline
+from .outline import Outline
 from .render import Entry, Meta
 from .select import blocking_chains, chain_text
 
@@ -107,8 +107,7 @@ def appended(outline: Outline, position: int) -> Delta | None:
     records, derived, pos = outline.records, outline.derived, outline.pos
     if any(pos[by] > position for by in derived.retired_by.values()):
         return None
-    added = outline.ids[position + 1 :]
-    later = records.many(added) if isinstance(records, Lines) else [records[rid] for rid in added]
+    later = outline.many(outline.ids[position + 1 :])
     added = [view(r, derived) for r in later]
     return Delta(added, [], _chains(added, records, derived))
 

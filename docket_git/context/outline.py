@@ -247,6 +247,11 @@ class Outline:
             self._index(record, self.current)
         return True
 
+    def many(self, ids: list[str]) -> list[dict]:
+        """The full records with these IDs, ledger lines decoded in one go when they are lazy."""
+        records = self.records
+        return records.many(ids) if isinstance(records, Lines) else [records[rid] for rid in ids]
+
     def retired_count(self) -> int:
         """How many records a later record supersedes."""
         return len(self.ids) - len(self.current)

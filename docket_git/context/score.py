@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from . import scope as scoping
-from .outline import Lines, Outline, references
+from .outline import Outline, references
 
 COMPONENTS: tuple[str, ...] = ("scope", "text", "recency", "degree", "pinned")
 #: Query points are capped here before the text weight scales them.
@@ -128,9 +128,7 @@ class Scoring:
         self.position: dict[str, int] = {rid: pos[rid] for rid in outline.live}
         self.scope = scoping.scope_points(outline.scopes, files or [], weights)
         if query.strip():
-            records = outline.records
-            live = records.many(outline.live) if isinstance(records, Lines) else [records[rid] for rid in outline.live]
-            self.points = record_points(live, query)
+            self.points = record_points(outline.many(outline.live), query)
         else:
             self.points = {}
         #: In-degrees, and the reverse relation index expansion walks.
