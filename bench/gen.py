@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from docket_git import canonical, store
+from docket_git.ledger import canonical, store
 
 AREAS = ["api", "billing", "auth", "storage", "search", "ui", "infra", "jobs", "reports", "sync"]
 MODULES = ["core", "models", "views", "cache", "client", "handlers", "schema", "utils", "tasks", "config"]

@@ -30,8 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from docket_git import canonical, model
-from docket_git.rebase import RawLedger, merge
+from docket_git.ledger import canonical, model
+from docket_git.merging.rebase import RawLedger, merge
 
 OUT = Path(__file__).resolve().parent / "out"
 LEDGER = ".docket/ledger.jsonl"

@@ -1,3 +1,3 @@
-from .entry import main
+from docket_git.entry import main
 
 main()

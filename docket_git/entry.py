@@ -37,36 +37,36 @@ def main(argv: list[str] | None = None) -> None:
     # cost of reading a large ledger. Reference counting still frees memory.
     gc.disable()
     if args[:1] == ["merge-driver"]:
-        from .merge_driver import main as merge_driver
+        from docket_git.merging.driver import main as merge_driver
 
         sys.exit(merge_driver(args[1:]))
     if args[:1] == ["hook"]:
-        from .hooks import main as hook_main
+        from docket_git.agents.hooks import main as hook_main
 
         _exit_now(hook_main(args[1:]))
     if args[:1] == ["context"]:
-        from .context.command import fast_main
+        from docket_git.cli.context_fast import fast_main
 
         code = fast_main(args[1:])
         if code is not None:
             _exit_now(code)
     if args[:1] in (["claim"], ["decision"], ["question"], ["record"]):
-        from .record_command import fast_main as record_main
+        from docket_git.cli.record_fast import fast_main as record_main
 
         code = record_main(args[0], args[1:])
         if code is not None:
             _exit_now(code)
     if args[:1] == ["show"]:
-        from .show_command import fast_main as show_main
+        from docket_git.cli.show_fast import fast_main as show_main
 
         code = show_main(args[1:])
         if code is not None:
             _exit_now(code)
     if args == ["--version"]:
-        from . import __version__
+        from docket_git import __version__
 
         print(f"docket-git {__version__}")
         sys.exit(0)
-    from .cli import run
+    from docket_git.cli.main import run
 
     run(args)

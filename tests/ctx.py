@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from docket_git import canonical, store
 from docket_git.context import Request, compose
 from docket_git.context.config import Settings, defaults, merge
+from docket_git.ledger import canonical, store
 
 from .conftest import rec
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from docket_git.agents import AGENTS
+from docket_git.agents.table import AGENTS
 
 from .conftest import Repo
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from docket_git import model
+from docket_git.ledger import model
 
 from .conftest import DOCKET, Repo
 

@@ -85,7 +85,7 @@ def test_the_typer_command_and_the_fast_path_agree(repo: Repo) -> None:
     write(repo, "src/a.py")
     args = ["context", "--max-chars", "700", "--query", "module"]
     via_typer = subprocess.run(
-        [sys.executable, "-c", f"from docket_git.cli import run; run({args!r})"],
+        [sys.executable, "-c", f"from docket_git.cli.main import run; run({args!r})"],
         cwd=repo.path,
         env=repo.env,
         capture_output=True,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import hashlib
 
-from docket_git import canonical
 from docket_git.context import compose_delta
 from docket_git.context.config import defaults
 from docket_git.context.delta import delta, parse_since, resolve_baseline
+from docket_git.ledger import canonical
 
 from .conftest import rec
 from .ctx import blocks, snapshot
@@ -112,7 +112,7 @@ def test_delta_degrades_to_index_lines_within_the_ceiling() -> None:
 
 
 def test_revision_through_the_cache_is_the_digest_of_the_bytes(env: dict[str, str], tmp_path) -> None:
-    from docket_git import store
+    from docket_git.ledger import store
 
     path = tmp_path / "repo" / ".docket" / "ledger.jsonl"
     path.parent.mkdir(parents=True)

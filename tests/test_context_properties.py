@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from docket_git.context import compose_delta
 from docket_git.context.config import defaults
-from docket_git.project import project
+from docket_git.ledger.project import project
 
 from .conftest import rec
 from .ctx import brief, indexed, snapshot

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from docket_git.context import scope
 from docket_git.context.config import defaults
 from docket_git.context.score import Score, in_degrees, score_records, text_points
-from docket_git.project import project
+from docket_git.ledger.project import project
 
 from .conftest import rec
 from .ctx import brief, module_ledger, tuned

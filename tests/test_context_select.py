@@ -6,10 +6,10 @@ import hashlib
 
 import pytest
 
-from docket_git import canonical
 from docket_git.context.config import defaults
 from docket_git.context.select import blocking_chains, check_max_chars
-from docket_git.project import derive
+from docket_git.ledger import canonical
+from docket_git.ledger.project import derive
 
 from .conftest import rec
 from .ctx import block_text, blocks, brief, index_section, indexed, module_ledger, tuned

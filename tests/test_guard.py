@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from docket_git.guard import command_writes_ledger, is_ledger_path
+from docket_git.agents.guard import command_writes_ledger, is_ledger_path
 
 from .conftest import Repo
 

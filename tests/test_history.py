@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from docket_git import history
+from docket_git.history import renumbering as history
 from tests.conftest import Repo, rec
 
 LEDGER = ".docket/ledger.jsonl"
@@ -309,7 +309,7 @@ def test_parse_ref():
 
 
 def test_blob_reader_matches_pygit2(merged):
-    from docket_git import gitio
+    from docket_git.repo import gitio
 
     repo = merged["repo"]
     graph = gitio.open_graph(repo.path)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from docket_git import install
+from docket_git.merging import wiring as install
 from tests.conftest import DOCKET, Repo
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from docket_git import migrate
+from docket_git.migrate import convert as migrate
 from tests.conftest import DOCKET, Repo, rec
 from tests.migrate_fixtures import every_shape, jsonl, s1
 

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docket_git import canonical, migrate, store, validate
+from docket_git.ledger import canonical, store, validate
+from docket_git.migrate import convert as migrate
 from tests.migrate_fixtures import every_shape, jsonl, s1
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-from docket_git import migrate
+from docket_git.migrate import convert as migrate
 from tests.conftest import Repo
 from tests.migrate_fixtures import every_shape, jsonl, s1
 

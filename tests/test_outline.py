@@ -12,9 +12,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docket_git import canonical
 from docket_git.context import outline as outline_mod
 from docket_git.context.outline import Outline, records_end
+from docket_git.ledger import canonical
 
 from .test_context_properties import ledgers
 
@@ -66,7 +66,7 @@ def cache_home() -> Iterator[Path]:
 
 def loaded(path: Path, data: bytes, *, validated: bool = False) -> Outline:
     """The outline through the cache; ``validated`` also hands it the records store validation decoded."""
-    from docket_git import store
+    from docket_git.ledger import store
 
     path.write_bytes(data)
     end = records_end(data, len(data))
@@ -140,9 +140,9 @@ def test_records_end_skips_trailing_blank_lines() -> None:
 def test_since_from_the_outline_equals_the_full_delta(
     records: list[dict], at: int, bare: bool, budget: int | None
 ) -> None:
-    from docket_git import store
     from docket_git.context import build_briefing, compose_delta
     from docket_git.context.config import defaults
+    from docket_git.ledger import store
 
     at = min(at, len(records) - 1)
     with cache_home() as tmp:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from docket_git.project import at, project
+from docket_git.ledger.project import at, project
 
 from .conftest import rec
 

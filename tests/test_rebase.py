@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from docket_git import canonical, rebase, validate
-from docket_git.rebase import MergeRefused, RawLedger, content_key, merge
-from docket_git.validate import Index, check_line
+from docket_git.ledger import canonical, validate
+from docket_git.ledger.validate import Index, check_line
+from docket_git.merging import rebase
+from docket_git.merging.rebase import MergeRefused, RawLedger, content_key, merge
 from tests.conftest import rec
 
 

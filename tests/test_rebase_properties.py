@@ -8,8 +8,8 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docket_git import model
-from docket_git.rebase import MERGE_AUTHOR, content_key, merge
+from docket_git.ledger import model
+from docket_git.merging.rebase import MERGE_AUTHOR, content_key, merge
 from tests.conftest import rec
 from tests.test_rebase import valid
 

@@ -8,19 +8,19 @@ import sys
 
 import pytest
 
-from docket_git import record_command
+from docket_git.cli import record_fast as record_command
 
 from .conftest import Repo
 
 #: Runs the Typer app directly, bypassing entry.py's fast path.
-TYPER = [sys.executable, "-c", "import sys; from docket_git.cli import run; run(sys.argv[1:])"]
+TYPER = [sys.executable, "-c", "import sys; from docket_git.cli.main import run; run(sys.argv[1:])"]
 
 
 def typer_params(kind: str) -> list[tuple[str, bool, bool, bool]]:
     """(flag, repeats, bare flag, required) of each option of the Typer command."""
     import typer.main
 
-    from docket_git.cli import app
+    from docket_git.cli.main import app
 
     command = typer.main.get_command(app).commands[kind]  # type: ignore[attr-defined]
     out = []
@@ -113,7 +113,7 @@ def test_a_plain_claim_never_imports_typer(repo: Repo) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "import time:" in line}
-    assert "docket_git.record_command" in imported
+    assert "docket_git.cli.record_fast" in imported
     assert not {"typer", "pydantic", "pygit2"} & imported
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from docket_git.validate import Invalid, check_line
+from docket_git.ledger.validate import Invalid, check_line
 
 from .conftest import Repo, rec
 from .test_validate import test_line_rules

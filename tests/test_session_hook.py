@@ -159,5 +159,5 @@ def test_session_start_imports_neither_typer_nor_pygit2(repo: Repo) -> None:
     files = next(line for line in context_of(proc.stdout).splitlines() if line.startswith("# files: "))
     assert "src/m1.py" in files.split(": ", 1)[1].split(", ")
     imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "import time:" in line}
-    assert "docket_git.hooks" in imported
+    assert "docket_git.agents.hooks" in imported
     assert not {"typer", "pydantic", "rich", "pygit2"} & imported

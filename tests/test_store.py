@@ -85,7 +85,7 @@ def _index_facts(snap) -> tuple:
 
 def test_a_rewritten_tail_revalidates_from_the_last_matching_checkpoint(repo: Repo, monkeypatch) -> None:
     """A branch switch keeps the ledger's start: the cache's checkpoints spare re-validating it."""
-    from docket_git import canonical, store
+    from docket_git.ledger import canonical, store
 
     records = [rec(f"c{i}") for i in range(1, 65)]
     records[40] = rec("c41", supersedes=["c3"])
@@ -115,7 +115,7 @@ def test_a_rewritten_tail_revalidates_from_the_last_matching_checkpoint(repo: Re
 
 
 def test_a_shorter_or_unrelated_ledger_reads_as_without_a_cache(repo: Repo) -> None:
-    from docket_git import canonical
+    from docket_git.ledger import canonical
 
     records = [rec(f"c{i}") for i in range(1, 40)]
     repo.ledger.write_bytes(b"".join(canonical.line(r) for r in records))

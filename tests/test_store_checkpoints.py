@@ -7,7 +7,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docket_git import canonical, model, store
+from docket_git.ledger import canonical, model, store
 
 from .conftest import rec
 from .test_context_properties import ledgers

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from docket_git.validate import Index, Invalid, check_all, check_line, check_new
+from docket_git.ledger.validate import Index, Invalid, check_all, check_line, check_new
 
 from .conftest import rec
 

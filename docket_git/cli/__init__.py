@@ -1,61 +1,7 @@
-"""Command-line interface: Typer commands grouped by what a user does."""
+"""Every command: its Typer definition and, for the hot ones, the light parser beside it.
 
-from __future__ import annotations
-
-import importlib
-import os
-import sys
-
-import typer
-
-from ..store import LedgerError
-from .app import app
-
-# Each module registers its commands on import; `docket --help` lists them in
-# this order: record, read, history, share across branches, set up, maintain.
-COMMAND_MODULES = ("record", "context", "read", "history", "merge", "setup", "agents", "migrate")
-for _name in COMMAND_MODULES:
-    importlib.import_module(f"{__name__}.{_name}")
-
-
-def run(args: list[str]) -> None:
-    """Run the Typer app on args; ledger errors become ``docket: ...`` and exit 1, usage errors exit 2."""
-    prog = "git docket" if os.path.basename(sys.argv[0]) == "git-docket" else "docket"
-    try:
-        code = app(args=args, prog_name=prog, standalone_mode=False)
-    except LedgerError as exc:
-        print(f"docket: {exc}", file=sys.stderr)
-        sys.exit(exc.exit_code)
-    except BrokenPipeError:
-        sys.stderr.close()
-        sys.exit(0)
-    except typer.Abort:
-        print("docket: aborted", file=sys.stderr)
-        sys.exit(1)
-    except Exception as exc:
-        # The parser's errors (unknown option, missing argument, bad value) carry an exit code
-        # and a message; their class lives in click or, in newer Typer, in Typer's own copy of it.
-        if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code") and hasattr(exc, "show")):
-            raise
-        if not hasattr(exc, "ctx") or type(exc).__name__ == "NoArgsIsHelpError":
-            exc.show()  # plain `docket`: the help text
-        else:
-            print(usage_error(exc), file=sys.stderr)
-        sys.exit(getattr(exc, "exit_code", 2))
-    sys.exit(code if isinstance(code, int) else 0)
-
-
-def usage_error(exc: Exception) -> str:
-    """``docket: claim: missing argument 'text'`` plus the command's usage line and where help is."""
-    ctx = getattr(exc, "ctx", None)
-    message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
-    message = message.rstrip(".")
-    message = message[:1].lower() + message[1:]
-    if ctx is None:
-        return f"docket: {message}"
-    path = ctx.command_path
-    words = path.split()
-    where = " ".join(words[2:] if words[:2] == ["git", "docket"] else words[1:])
-    usage = ctx.get_usage().removeprefix("Usage: ")
-    lead = f"docket: {where}: " if where else "docket: "
-    return f"{lead}{message}\nusage: {usage}  ('{path} -h' explains every option)"
+No logic beyond parsing and printing lives here. Importing this package is free:
+Typer is imported only by ``cli.app`` and the modules that register commands on
+it, so ``entry`` can run the hot commands through their light parsers without it.
+May import every other package; nothing imports ``cli`` except ``entry``.
+"""

@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
-from .. import agents, store
-from .app import app
+from docket_git.agents import table as agents
+from docket_git.cli.app import app
+from docket_git.ledger import store
 
 
 def install_agents(value: str, *, user: bool) -> None:

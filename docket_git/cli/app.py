@@ -26,7 +26,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from .. import __version__
+        from docket_git import __version__
 
         typer.echo(f"docket-git {__version__}")
         raise typer.Exit()

@@ -9,8 +9,8 @@ from typing import NoReturn
 
 import typer
 
-from .. import store
-from ..recording import split_ids as split_ids  # shared with the Typer-free commands
+from docket_git.ledger import store
+from docket_git.ledger.recording import split_ids as split_ids  # shared with the Typer-free commands
 
 
 def fail(message: str, code: int = 1) -> NoReturn:

@@ -11,9 +11,9 @@ from typing import Annotated
 
 import typer
 
-from ..context.command import Options, execute
-from ..context.envelope import HARNESSES
-from .app import app
+from docket_git.cli.app import app
+from docket_git.cli.context_fast import Options, execute
+from docket_git.context.envelope import HARNESSES
 
 
 @app.command(rich_help_panel="Read")

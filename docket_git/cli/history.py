@@ -7,10 +7,10 @@ from typing import Annotated
 
 import typer
 
-from .. import model, store
-from ..recording import UsageError
-from .app import app
-from .common import dump_json, fail, ledger_path, read_snapshot, warn
+from docket_git.cli.app import app
+from docket_git.cli.common import dump_json, fail, ledger_path, read_snapshot, warn
+from docket_git.ledger import model, store
+from docket_git.ledger.recording import UsageError
 
 #: What a later record's relation says about the record it names, for ``docket log``.
 RELATION_LABELS = {
@@ -23,7 +23,8 @@ RELATION_LABELS = {
 
 def _where() -> tuple[Path, str]:
     """(the repository's working tree root, the ledger's path inside it)."""
-    from .. import gitio, history
+    from docket_git.history import renumbering as history
+    from docket_git.repo import gitio
 
     root = gitio.workdir(Path.cwd())
     if root is None:
@@ -37,7 +38,7 @@ def _where() -> tuple[Path, str]:
 
 
 def _open():  # -> history.History
-    from .. import history
+    from docket_git.history import renumbering as history
 
     root, rel = _where()
     return history.History(root, rel)
@@ -52,7 +53,7 @@ def _shallow(hist) -> str:
 
 
 def _parse(arg: str) -> tuple[str, str | None]:
-    from .. import history
+    from docket_git.history import renumbering as history
 
     try:
         return history.parse_ref(arg)
@@ -69,7 +70,7 @@ def _holds(snap: store.Snapshot, record_id: str, digest: str | None) -> bool:
 def current_id(arg: str, snap: store.Snapshot) -> str:
     """The current ID for ``ID[@DIGEST]`` the ledger does not hold as given: prints how history
     resolved it on stderr, or fails naming why it cannot."""
-    from .. import history
+    from docket_git.history import renumbering as history
 
     record_id, digest = _parse(arg)
     try:
@@ -104,7 +105,7 @@ def current_id(arg: str, snap: store.Snapshot) -> str:
 
 def records_at(rev: str) -> tuple[list[dict], str]:
     """The ledger's records at a commit-ish, and the commit; fails when rev names no commit."""
-    from .. import history
+    from docket_git.history import renumbering as history
 
     try:
         hist = _open()
@@ -130,7 +131,7 @@ def resolve_(
     as_json: Annotated[bool, typer.Option("--json", help="A JSON array, one object per ID.")] = False,
 ) -> None:
     """Print what old IDs name now ('old -> current'), following merges that renumbered them."""
-    from .. import history
+    from docket_git.history import renumbering as history
 
     for arg in refs:
         _parse(arg)
@@ -193,7 +194,7 @@ def log_(
     as_json: Annotated[bool, typer.Option("--json", help="The history as one JSON object.")] = False,
 ) -> None:
     """Show a record's history: the commit that added it, merges that renumbered it, and later records citing it."""
-    from .. import history
+    from docket_git.history import renumbering as history
 
     snap = read_snapshot()
     record_id, digest = _parse(record)

@@ -8,9 +8,10 @@ from typing import Annotated
 
 import typer
 
-from .. import canonical, rebase, store
-from .app import app
-from .common import fail, warn
+from docket_git.cli.app import app
+from docket_git.cli.common import fail, warn
+from docket_git.ledger import canonical, store
+from docket_git.merging import rebase
 
 
 @app.command("rebase", rich_help_panel="Maintain")
@@ -75,7 +76,8 @@ def rebase_command(
 @app.command(rich_help_panel="Maintain")
 def doctor() -> None:
     """Report whether this clone is wired for ledger merges (driver, attributes, hook) and how to fix gaps."""
-    from .. import gitio, install
+    from docket_git.merging import wiring as install
+    from docket_git.repo import gitio
 
     root = gitio.workdir(Path.cwd())
     if root is None:
@@ -86,7 +88,7 @@ def doctor() -> None:
             typer.echo(f"docket: ok: {finding.what}")
         else:
             typer.echo(f"docket: problem: {finding.what}; fix: {finding.fix}")
-    from ..agents import wired
+    from docket_git.agents.table import wired
 
     for agent, where in wired(root).items():
         if where:

@@ -9,10 +9,10 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from .. import migrate as mig
-from .. import model, store
-from .app import app
-from .common import fail, ledger_path, usage, warn
+from docket_git.cli.app import app
+from docket_git.cli.common import fail, ledger_path, usage, warn
+from docket_git.ledger import model, store
+from docket_git.migrate import convert as mig
 
 
 class _Bar:

@@ -9,10 +9,11 @@ from typing import Annotated
 
 import typer
 
-from .. import model, project, show_command, store, validate
-from ..recording import UsageError
-from .app import app
-from .common import dump_json, fail, ledger_path, read_snapshot
+from docket_git.cli import show_fast as show_command
+from docket_git.cli.app import app
+from docket_git.cli.common import dump_json, fail, ledger_path, read_snapshot
+from docket_git.ledger import model, project, store, validate
+from docket_git.ledger.recording import UsageError
 
 
 def _formula(record: dict) -> str:
@@ -24,7 +25,7 @@ def _views(kind: str | None, *, superseded: bool) -> list[dict]:
 
     From the cached outline: only the listed records' lines are decoded, in one go.
     """
-    from ..context.briefing import read_outline
+    from docket_git.context.briefing import read_outline
 
     path = ledger_path()
     if path is None:
@@ -110,7 +111,7 @@ def show(
         if prefix is None:
             if model.is_id(at):
                 fail(f"unknown record {at}")
-            from . import history as history_cli  # registered after this module: help keeps its order
+            from docket_git.cli import history as history_cli  # registered after this module: help keeps its order
 
             prefix, _ = history_cli.records_at(at)
         records = prefix
@@ -127,7 +128,7 @@ def show(
     )
     if at is None and (view is None or stale):
         # An ID this ledger does not hold (as given): history knows where a merge moved it.
-        from . import history as history_cli
+        from docket_git.cli import history as history_cli
 
         view = by_id.get(history_cli.current_id(record_id, snap))
         if view is None:
@@ -200,7 +201,8 @@ def check(
 
 def _check_staged(against: str | None) -> int:
     """The pre-commit check: the staged ledger validates and extends the committed one."""
-    from .. import gitio, staged
+    from docket_git.merging import staged
+    from docket_git.repo import gitio
 
     root = gitio.workdir(Path.cwd())
     if root is None:

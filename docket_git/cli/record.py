@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from .. import record_command
-from .app import app
+from docket_git.cli import record_fast as record_command
+from docket_git.cli.app import app
 
 Scope = Annotated[
     list[str] | None,

@@ -7,11 +7,11 @@ from typing import Annotated
 
 import typer
 
-from .. import store
-from ..agents import parse_agents
-from .agents import install_agents
-from .app import app
-from .common import fail
+from docket_git.agents.table import parse_agents
+from docket_git.cli.agents import install_agents
+from docket_git.cli.app import app
+from docket_git.cli.common import fail
+from docket_git.ledger import store
 
 
 @app.command(rich_help_panel="Maintain")
@@ -74,7 +74,7 @@ def _gitignore(directory: Path) -> None:
 def _wire(root: Path | None, *, hooks: bool) -> None:
     if root is None:
         return  # a ledger outside any git repository: nothing to wire
-    from .. import install
+    from docket_git.merging import wiring as install
 
     for line in install.wire(root, hooks=hooks):
         typer.echo(line)

@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import canonical, model, store
-from . import config, delta, outline, scope
-from .outline import Outline
-from .render import Meta
-from .select import Request, check_max_chars, select, select_outline
+from docket_git.context import config, delta, outline, scope
+from docket_git.context.outline import Outline
+from docket_git.context.render import Meta
+from docket_git.context.select import Request, check_max_chars, select, select_outline
+from docket_git.ledger import canonical, model, store
 
 
 @dataclass
@@ -283,7 +283,7 @@ def _baseline(
     root = store.find_repo_root(ledger.parent)
     if root is None:
         return None
-    from .. import history
+    from docket_git.history import renumbering as history
 
     relpath = ledger.resolve().relative_to(root.resolve()).as_posix()
     try:
@@ -303,7 +303,7 @@ def _baseline(
 
 def _driver_notice(root: Path) -> str:
     """``# merge driver not set up ...`` when .gitattributes asks for the driver and this clone lacks it."""
-    from ..install import driver_notice
+    from docket_git.merging.wiring import driver_notice
 
     try:
         notice = driver_notice(root)

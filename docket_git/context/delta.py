@@ -13,12 +13,12 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from .. import model
-from ..project import Derived, derive, is_available, project, view
-from . import render
-from .outline import Outline
-from .render import Entry, Meta
-from .select import blocking_chains, chain_text
+from docket_git.context import render
+from docket_git.context.outline import Outline
+from docket_git.context.render import Entry, Meta
+from docket_git.context.select import blocking_chains, chain_text
+from docket_git.ledger import model
+from docket_git.ledger.project import Derived, derive, is_available, project, view
 
 DIGEST_RE = re.compile(r"^[0-9a-fA-F]{8,64}$")
 

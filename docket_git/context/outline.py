@@ -29,8 +29,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import canonical
-from ..project import Derived, derive, settle
+from docket_git.ledger import canonical
+from docket_git.ledger.project import Derived, derive, settle
 
 CACHE_VERSION = 2
 #: marshal's format may change between Python versions: a cache is read only by the one that wrote it.

@@ -11,7 +11,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from .score import Score
+from docket_git.context.score import Score
 
 LEGEND = (
     "# Context: decisions are commitments, claims are premises, questions are inquiries; "

@@ -122,7 +122,7 @@ def auto_scope(root: Path, limit: int) -> list[str]:
 
 
 def _from_git(root: Path) -> list[str]:
-    from .. import gitio
+    from docket_git.repo import gitio
 
     work = gitio.work_tree_of(root)
     if work is None:

@@ -12,8 +12,8 @@ from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from . import scope as scoping
-from .outline import Outline, references
+from docket_git.context import scope as scoping
+from docket_git.context.outline import Outline, references
 
 COMPONENTS: tuple[str, ...] = ("scope", "text", "recency", "degree", "pinned")
 #: Query points are capped here before the text weight scales them.

@@ -20,13 +20,13 @@ import heapq
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from .. import model
-from ..project import Derived, view
-from . import render
-from .config import Settings
-from .outline import Outline
-from .render import Entry, Meta, Tally
-from .score import Scoring
+from docket_git.context import render
+from docket_git.context.config import Settings
+from docket_git.context.outline import Outline
+from docket_git.context.render import Entry, Meta, Tally
+from docket_git.context.score import Scoring
+from docket_git.ledger import model
+from docket_git.ledger.project import Derived, view
 
 #: Most blocking chains printed per decision, and most steps followed along one.
 MAX_CHAINS = 8

@@ -20,9 +20,9 @@ import re
 import sys
 from collections.abc import Callable
 
-from . import canonical, model
-from .rebase import MergeRefused, RawLedger, common_prefix, merge
-from .validate import Index, Invalid, check_line
+from docket_git.ledger import canonical, model
+from docket_git.ledger.validate import Index, Invalid, check_line
+from docket_git.merging.rebase import MergeRefused, RawLedger, common_prefix, merge
 
 USAGE = "docket: usage: docket merge-driver BASE OURS THEIRS [PATH]  (git passes %O %A %B %P)"
 _SUPERSEDING = re.compile(rb'"supersedes"\s*:\s*\[\s*"')
@@ -100,7 +100,7 @@ def merge_ledger(base: bytes, ours: bytes, theirs: bytes, *, strict: Callable[[]
     ``strict`` is a callable asked only when a both-supersede conflict occurs;
     when it returns True the merge is refused instead.
     """
-    from .migrate import merge_schema_fault
+    from docket_git.migrate.convert import merge_schema_fault
 
     fault = merge_schema_fault(ours, theirs)
     if fault:

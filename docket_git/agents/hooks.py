@@ -14,10 +14,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import guard, hookstate
+from docket_git.agents import guard
+from docket_git.agents import state as hookstate
 
 if TYPE_CHECKING:
-    from .context.outline import Outline
+    from docket_git.context.outline import Outline
 
 AGENTS = ("claude", "codex", "gemini", "copilot", "cursor")
 USAGE = "usage: docket hook session-start|pre-tool-use [--for claude|codex|gemini|copilot|cursor]"
@@ -115,7 +116,7 @@ _GOVERNING_WEIGHTS = {"scope_exact": 1, "scope_prefix": 1, "scope_glob": 0}
 
 def scope_covers(scope: str, path: str) -> bool:
     """True when a record scope governs a repository-relative file: exact path or directory."""
-    from .context.scope import normalize, strength
+    from docket_git.context.scope import normalize, strength
 
     return strength([normalize(path)], normalize(scope), _GOVERNING_WEIGHTS) > 0
 
@@ -133,7 +134,7 @@ def governing(outline: Outline, rel_path: str) -> list[str]:
 
 
 def _governing_context(payload: dict, path: str, cwd: Path) -> str | None:
-    from . import store
+    from docket_git.ledger import store
 
     ledger = store.find_ledger(cwd)
     if ledger is None:
@@ -156,8 +157,8 @@ def _governing_context(payload: dict, path: str, cwd: Path) -> str | None:
     seen = set(state.get("governed", []))
     if rel in seen:
         return None
-    from .context.briefing import read_outline
-    from .project import view as project_view
+    from docket_git.context.briefing import read_outline
+    from docket_git.ledger.project import view as project_view
 
     outline = read_outline(ledger)[0]
     hits = governing(outline, rel)
@@ -207,8 +208,8 @@ CONTEXT_LIMITS = {"claude": 10_000, "codex": 10_000, "gemini": 10_000, "copilot"
 
 def session_start(payload: dict, agent: str) -> None:
     """Print the briefing (or, on resume, what changed) in the agent's envelope; remember the baseline."""
-    from .context import build_briefing
-    from .context.envelope import wrap
+    from docket_git.context import build_briefing
+    from docket_git.context.envelope import wrap
 
     source = str(payload.get("source") or payload.get("trigger") or "startup")
     cwd = cwd_of(payload)
@@ -225,7 +226,7 @@ def session_start(payload: dict, agent: str) -> None:
         return
     sys.stdout.write(wrap(briefing.text, agent))
     if briefing.baseline:
-        from .gitio import head_commit
+        from docket_git.repo.gitio import head_commit
 
         state["baseline"] = briefing.baseline
         state["commit"] = head_commit(cwd) or ""

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import canonical, recording, store
+from docket_git.ledger import canonical, recording, store
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ import posixpath
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import model
-from .store import LedgerError
+from docket_git.ledger import model
+from docket_git.ledger.store import LedgerError
 
 
 class UsageError(LedgerError):
@@ -55,7 +55,7 @@ def now() -> str:
 
 def provenance(ledger: Path) -> dict:
     """ts, author, session and branch for a record written to ledger."""
-    from .gitio import current_branch
+    from docket_git.repo.gitio import current_branch
 
     author, _ = detect_author()
     return {

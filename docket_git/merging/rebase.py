@@ -19,8 +19,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from . import model
-from .validate import parse_line
+from docket_git.ledger import model
+from docket_git.ledger.validate import parse_line
 
 MERGE_AUTHOR = "docket-merge"
 _MASK = "#"

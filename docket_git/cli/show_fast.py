@@ -15,7 +15,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from . import project, store
+from docket_git.ledger import project, store
 
 #: IDs the outline could not show in this process, so the Typer command need not ask it again.
 declined: set[str] = set()
@@ -28,8 +28,8 @@ def _label(by_id: Mapping[str, dict], rid: str) -> str:
 
 def from_outline(record_id: str, *, as_json: bool) -> bool:
     """Show a record this ledger holds (as given) from the cached outline; False to take the long way."""
-    from .context.briefing import read_outline
-    from .context.outline import Lines
+    from docket_git.context.briefing import read_outline
+    from docket_git.context.outline import Lines
 
     path = store.find_ledger(Path.cwd())
     if path is None:

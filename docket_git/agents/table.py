@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .store import LedgerError, write_atomic
+from docket_git.ledger.store import LedgerError, write_atomic
 
 SESSION = "docket hook session-start"
 GUARD = "docket hook pre-tool-use"
@@ -107,7 +107,7 @@ def parse_agents(value: str) -> list[str]:
     names = [n.strip() for n in value.split(",") if n.strip()]
     unknown = [n for n in names if n not in AGENTS]
     if unknown or not names:
-        from .recording import UsageError
+        from docket_git.ledger.recording import UsageError
 
         raise UsageError(
             f"--agents takes a comma list of {', '.join(AGENTS)}; unknown: {', '.join(unknown) or '(none)'}"

@@ -40,9 +40,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import canonical, gitio, model, rebase
-from .rebase import RawLedger
-from .store import LEDGER_DIR, LEDGER_NAME, LedgerError
+from docket_git.ledger import canonical, model
+from docket_git.ledger.store import LEDGER_DIR, LEDGER_NAME, LedgerError
+from docket_git.merging import rebase
+from docket_git.merging.rebase import RawLedger
+from docket_git.repo import gitio
 
 DEFAULT_SEARCH_LIMIT = 2000
 CACHE_VERSION = 1

@@ -24,9 +24,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import model
-from .store import LedgerError
-from .validate import OLD_ID_RE, Index, Invalid, check_line
+from docket_git.ledger import model
+from docket_git.ledger.store import LedgerError
+from docket_git.ledger.validate import OLD_ID_RE, Index, Invalid, check_line
 
 #: Schema-1 state -> (kind, state). ``ruled-out`` stays adopted: it is a live constraint.
 DERIVED: dict[str, tuple[str, str]] = {

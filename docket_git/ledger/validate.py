@@ -11,7 +11,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from . import model
+from docket_git.ledger import model
 
 LEGACY_MESSAGE = "legacy format is unsupported; run 'docket migrate' to convert it to schema 2"
 CONFLICT_MARKERS = (b"<<<<<<<", b"=======", b">>>>>>>", b"|||||||")

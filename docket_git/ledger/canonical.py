@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from .model import ordered
+from docket_git.ledger.model import ordered
 
 DIGEST_CHARS = 12
 

@@ -14,7 +14,7 @@ UNDO = "git checkout HEAD -- {path}"
 
 def is_migration_of(head_bytes: bytes, staged_bytes: bytes) -> bool:
     """True when staged_bytes is ``docket migrate``'s rewrite of head_bytes."""
-    from .migrate import is_migration_of as migrated
+    from docket_git.migrate.convert import is_migration_of as migrated
 
     return migrated(head_bytes, staged_bytes)
 

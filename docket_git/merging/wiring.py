@@ -13,7 +13,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import gitio
+from docket_git.repo import gitio
 
 ATTRIBUTE_PATTERN = ".docket/**/*.jsonl"
 ATTRIBUTE_LINE = f"{ATTRIBUTE_PATTERN} merge=docket"

@@ -23,8 +23,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import canonical, model
-from .validate import Index, Invalid, check_line, check_new, parse_line
+from docket_git.ledger import canonical, model
+from docket_git.ledger.validate import Index, Invalid, check_line, check_new, parse_line
 
 LEDGER_DIR = ".docket"
 LEDGER_NAME = "ledger.jsonl"

@@ -12,8 +12,8 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
-from ..recording import UsageError
-from .envelope import HARNESSES, wrap
+from docket_git.context.envelope import HARNESSES, wrap
+from docket_git.ledger.recording import UsageError
 
 
 @dataclass
@@ -37,7 +37,7 @@ def execute(options: Options) -> None:
     """
     if options.harness is not None and options.harness not in HARNESSES:
         raise UsageError(f"--for must be one of {', '.join(HARNESSES)}; got {options.harness!r}")
-    from .briefing import build_briefing
+    from docket_git.context.briefing import build_briefing
 
     try:
         result = build_briefing(
@@ -107,7 +107,7 @@ def fast_main(args: list[str]) -> int | None:
     options = parse(args)
     if options is None:
         return None
-    from ..store import LedgerError
+    from docket_git.ledger.store import LedgerError
 
     try:
         execute(options)
