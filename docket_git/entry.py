@@ -21,6 +21,9 @@ def _exit_now(code: int) -> None:
     A briefing of a large ledger leaves millions of objects behind; freeing
     them one by one at exit costs a tenth of a second for nothing.
     """
+    from docket_git.errors import flush_notices
+
+    flush_notices()
     try:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -39,25 +42,29 @@ def main(argv: list[str] | None = None) -> None:
     if args[:1] == ["merge-driver"]:
         from docket_git.merging.driver import main as merge_driver
 
-        sys.exit(merge_driver(args[1:]))
+        code = merge_driver(args[1:])
+        from docket_git.errors import flush_notices
+
+        flush_notices()
+        sys.exit(code)
     if args[:1] == ["hook"]:
         from docket_git.agents.hooks import main as hook_main
 
         _exit_now(hook_main(args[1:]))
     if args[:1] == ["context"]:
-        from docket_git.cli.context_fast import fast_main
+        from docket_git.cli.context import fast_main
 
         code = fast_main(args[1:])
         if code is not None:
             _exit_now(code)
     if args[:1] in (["claim"], ["decision"], ["question"], ["record"]):
-        from docket_git.cli.record_fast import fast_main as record_main
+        from docket_git.cli.record import fast_main as record_main
 
         code = record_main(args[0], args[1:])
         if code is not None:
             _exit_now(code)
     if args[:1] == ["show"]:
-        from docket_git.cli.show_fast import fast_main as show_main
+        from docket_git.cli.show import fast_main as show_main
 
         code = show_main(args[1:])
         if code is not None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from docket_git.history import baseline as baselines
 from docket_git.history import renumbering as history
 from tests.conftest import Repo, rec
 
@@ -109,7 +110,7 @@ def test_resolve_prints_old_to_current(merged):
 def test_baseline_from_digest_finds_the_topic_version_and_the_delta(merged):
     repo = merged["repo"]
     digest = digest_of(merged["topic_data"], "d3")
-    found = history.baseline_from_digest(repo.path, LEDGER, "d3", digest)
+    found = baselines.baseline_from_digest(repo.path, LEDGER, "d3", digest)
     assert found is not None
     baseline, commit_id = found
     assert commit_id == merged["topic_tip"]
@@ -117,22 +118,22 @@ def test_baseline_from_digest_finds_the_topic_version_and_the_delta(merged):
     current = repo.records()
     mapping = history.match_into(baseline, current)
     assert mapping == {"c1": "c1", "c2": "c4", "d3": "d5"}
-    delta = history.added_since(baseline, current)
+    delta = baselines.added_since(baseline, current)
     assert delta == merged["main_added"]
     assert [r["text"] for r in delta] == ["Main claim", "Main second claim"]
-    assert history.translate_delta_ids(["d3", "c2", "c9"], mapping) == ["d5", "c4"]
-    assert history.baseline_from_digest(repo.path, LEDGER, "d3", "0123456789ab") is None
+    assert baselines.translate_delta_ids(["d3", "c2", "c9"], mapping) == ["d5", "c4"]
+    assert baselines.baseline_from_digest(repo.path, LEDGER, "d3", "0123456789ab") is None
 
 
 def test_baseline_from_rev(merged):
     repo = merged["repo"]
-    found = history.baseline_from_rev(repo.path, "HEAD~1")
+    found = baselines.baseline_from_rev(repo.path, "HEAD~1")
     assert found is not None
     records, commit_id = found
     assert commit_id == repo.git("rev-parse", "HEAD~1").strip()
     assert [r["text"] for r in records] == ["Shared premise", "Main claim", "Main second claim"]
-    assert history.baseline_from_rev(repo.path, "topic")[1] == merged["topic_tip"]
-    assert history.baseline_from_rev(repo.path, "no-such-branch") is None
+    assert baselines.baseline_from_rev(repo.path, "topic")[1] == merged["topic_tip"]
+    assert baselines.baseline_from_rev(repo.path, "no-such-branch") is None
 
 
 def test_show_at_a_commit(merged):
@@ -343,8 +344,8 @@ def test_match_into_never_maps_by_id_alone():
     baseline = [rec("c1", "Shared"), rec("c2", "Only on the old branch")]
     current = [rec("c1", "Shared"), rec("c2", "Something else now")]
     assert history.match_into(baseline, current) == {"c1": "c1"}
-    assert history.delta_id_map(baseline, current) == {"c1": "c1", "c2": ""}
-    assert history.added_since(baseline, current) == [current[1]]
+    assert baselines.delta_id_map(baseline, current) == {"c1": "c1", "c2": ""}
+    assert baselines.added_since(baseline, current) == [current[1]]
 
 
 def test_match_into_follows_citations_and_dropped_supersedes():

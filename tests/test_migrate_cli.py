@@ -8,11 +8,13 @@ import os
 import pty
 import select
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from docket_git.migrate import convert as migrate
+from docket_git.migrate import convert, swap
+from docket_git.migrate import schema1 as v1
 from tests.conftest import DOCKET, Repo, rec
 from tests.migrate_fixtures import every_shape, jsonl, s1
 
@@ -68,7 +70,7 @@ def test_migrate_replaces_the_ledger_and_keeps_the_original(repo: Repo):
     ]
     assert len(result.err.splitlines()) == 3 and "warning: d4 supersedes d1" in result.err
     assert (repo.ledger.parent / "ledger.jsonl.schema1").read_bytes() == before
-    assert repo.ledger.read_bytes() == migrate.migrate_bytes(before).data
+    assert repo.ledger.read_bytes() == convert.migrate_bytes(before).data
     assert docket_files(repo) == ["ledger.jsonl", "ledger.jsonl.schema1"]
     # every reading command now works on the result
     assert repo.ok("check").out.strip().endswith("reads cleanly, 8 records")
@@ -184,7 +186,7 @@ def test_an_identical_backup_left_by_a_crash_is_accepted(repo: Repo):
     before = put(repo, jsonl(every_shape()))
     (repo.ledger.parent / "ledger.jsonl.schema1").write_bytes(before)
     repo.ok("migrate")
-    assert repo.ledger.read_bytes() == migrate.migrate_bytes(before).data
+    assert repo.ledger.read_bytes() == convert.migrate_bytes(before).data
 
 
 # -- flags ---------------------------------------------------------------------------------------
@@ -329,9 +331,28 @@ def test_dry_run_with_a_map_previews_it(repo: Repo):
 # -- crashes and atomicity -----------------------------------------------------------------------------
 
 
+#: Runs ``docket migrate`` with the swap cut short: the process dies (exit 75, no cleanup) right
+#: after the named step, as a power cut would leave it.
+CRASH_AFTER = """
+import os, sys
+from docket_git.migrate import swap
+names = [step.__name__ for step in swap.STEPS]
+keep = swap.STEPS[: names.index(sys.argv[1]) + 1]
+swap.STEPS = (*keep, lambda *args: os._exit(75))
+from docket_git.entry import main
+main(["migrate"])
+"""
+STEP_NAMES = {"tempfile": "write_temp", "backup": "keep_backup", "replace": "swap_in"}
+
+
 def _crash(repo: Repo, step: str):
-    env = {**repo.env, migrate.CRASH_ENV: step}
-    return subprocess.run([DOCKET, "migrate"], cwd=repo.path, env=env, capture_output=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", CRASH_AFTER, STEP_NAMES[step]],
+        cwd=repo.path,
+        env=repo.env,
+        capture_output=True,
+        timeout=60,
+    )
 
 
 @pytest.mark.parametrize("step", ["tempfile", "backup"])
@@ -340,16 +361,16 @@ def test_a_crash_before_the_swap_leaves_the_old_ledger(repo: Repo, step: str):
     crashed = _crash(repo, step)
     assert crashed.returncode == 75  # died at the hook point, no cleanup ran
     temp = repo.ledger.parent / "ledger.jsonl.migrating"
-    assert temp.read_bytes() == migrate.migrate_bytes(before).data  # the temp file was fully written
+    assert temp.read_bytes() == convert.migrate_bytes(before).data  # the temp file was fully written
     assert repo.ledger.read_bytes() == before
-    assert migrate.schema_of(repo.ledger.read_bytes()) == 1
+    assert v1.schema_of(repo.ledger.read_bytes()) == 1
     refused = repo.docket("list")
     assert refused.code == 1 and "docket migrate" in refused.err  # still read as schema 1, never a mix
     if step == "backup":
         assert (repo.ledger.parent / "ledger.jsonl.schema1").read_bytes() == before
     # a rerun repeats the work and finishes
     repo.ok("migrate")
-    assert repo.ledger.read_bytes() == migrate.migrate_bytes(before).data
+    assert repo.ledger.read_bytes() == convert.migrate_bytes(before).data
     assert (repo.ledger.parent / "ledger.jsonl.schema1").read_bytes() == before
     assert docket_files(repo) == ["ledger.jsonl", "ledger.jsonl.schema1"]
 
@@ -357,7 +378,7 @@ def test_a_crash_before_the_swap_leaves_the_old_ledger(repo: Repo, step: str):
 def test_a_crash_after_the_swap_leaves_the_new_ledger(repo: Repo):
     before = put(repo, jsonl(every_shape()))
     assert _crash(repo, "replace").returncode == 75
-    assert repo.ledger.read_bytes() == migrate.migrate_bytes(before).data
+    assert repo.ledger.read_bytes() == convert.migrate_bytes(before).data
     assert repo.ok("migrate").out == "docket: already schema 2\n"
 
 
@@ -423,9 +444,9 @@ def test_the_backup_is_copied_where_hard_links_are_refused(tmp_path: Path, monke
     def no_links(*_args, **_kw):
         raise OSError(errno.EPERM, "Operation not permitted")
 
-    monkeypatch.setattr(migrate.os, "link", no_links)
-    new = migrate.migrate_bytes(before).data
-    backup = migrate.replace_ledger(ledger, before, new)
+    monkeypatch.setattr(swap.os, "link", no_links)
+    new = convert.migrate_bytes(before).data
+    backup = swap.replace_ledger(ledger, before, new)
     assert backup == tmp_path / "ledger.jsonl.schema1"
     assert backup.read_bytes() == before and backup.stat().st_ino != inode
     assert ledger.read_bytes() == new

@@ -11,15 +11,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from docket_git.ledger import canonical, store, validate
-from docket_git.migrate import convert as migrate
+from docket_git.migrate import convert, mapping
+from docket_git.migrate import schema1 as v1
 from tests.migrate_fixtures import every_shape, jsonl, s1
 
 
-def converted(records: list[dict]) -> migrate.Migration:
-    return migrate.migrate_bytes(jsonl(records))
+def converted(records: list[dict]) -> convert.Migration:
+    return convert.migrate_bytes(jsonl(records))
 
 
-def by_id(migration: migrate.Migration) -> dict[str, dict]:
+def by_id(migration: convert.Migration) -> dict[str, dict]:
     return {r["id"]: r for r in migration.records}
 
 
@@ -103,7 +104,7 @@ def test_empty_because_forms_give_no_supports():
 
 def test_malformed_because_is_refused():
     ledger = [s1("d1", "settled", "A", "a"), s1("d2", "settled", "B", "b", because=["d1", ["d1"]])]
-    with pytest.raises(migrate.MigrationError) as exc:
+    with pytest.raises(v1.MigrationError) as exc:
         converted(ledger)
     assert messages(exc) == ["d2: because must be a list of ids (one AND set) or a list of id lists (OR sets)"]
 
@@ -175,11 +176,11 @@ def test_legacy_audit_field_holds_source_and_mapping():
 
 def test_unknown_state_stops_with_a_placeholder():
     ledger = [s1("d1", "parked", "Maybe later", "x"), s1("d2", "settled", "B", "b"), s1("d3", "parked", "C", "c")]
-    with pytest.raises(migrate.MigrationError) as exc:
+    with pytest.raises(v1.MigrationError) as exc:
         converted(ledger)
     assert messages(exc) == ["unrecognised schema-1 state(s) parked: d1, d3"]
     assert exc.value.hint and exc.value.exit_code == 2
-    entries, _ = migrate.derive_map(migrate.sources(migrate.parse(jsonl(ledger))[1]))
+    entries, _ = mapping.derive_map(v1.sources(v1.parse(jsonl(ledger))[1]))
     assert entries["d1"] == {
         "kind": None,
         "state": None,
@@ -188,13 +189,13 @@ def test_unknown_state_stops_with_a_placeholder():
         "source_state": "parked",
         "source_answer": "x",
     }
-    assert migrate.placeholders(entries) == ["d1", "d3"]
+    assert mapping.placeholders(entries) == ["d1", "d3"]
 
 
 @pytest.mark.parametrize("state", ["settled", "ruled-out"])
 def test_empty_answer_stops(state: str):
     ledger = [s1("d1", state, "Pick a queue", ""), s1("d2", state, "Pick a cache", "   ")]
-    with pytest.raises(migrate.MigrationError) as exc:
+    with pytest.raises(v1.MigrationError) as exc:
         converted(ledger)
     assert messages(exc) == [
         f"d1 is {state} with an empty answer, so no choice can be derived",
@@ -204,8 +205,8 @@ def test_empty_answer_stops(state: str):
 
 def test_mixed_schemas_are_refused():
     data = jsonl([s1("d1", "settled", "A", "a")]) + b'{"schema":2,"kind":"claim","id":"c2"}\n'
-    with pytest.raises(migrate.MixedSchemas) as exc:
-        migrate.parse(data)
+    with pytest.raises(v1.MixedSchemas) as exc:
+        v1.parse(data)
     assert messages(exc) == ["mixed schema versions in one ledger: 1, 2"]
 
 
@@ -242,28 +243,28 @@ def test_mixed_schemas_are_refused():
     ],
 )
 def test_malformed_input_names_the_line(data: bytes, message: str):
-    with pytest.raises(migrate.MigrationError) as exc:
-        migrate.migrate_bytes(data)
+    with pytest.raises(v1.MigrationError) as exc:
+        convert.migrate_bytes(data)
     assert messages(exc)[0].startswith(message)
 
 
 def test_a_lone_surrogate_is_named_not_a_crash():
     data = b'{"id":"d1","state":"settled","question":"Broken \\ud800 text","answer":"a"}\n'
-    migration = migrate.migrate_bytes(data)
-    with pytest.raises(migrate.MigrationError) as exc:
+    migration = convert.migrate_bytes(data)
+    with pytest.raises(v1.MigrationError) as exc:
         migration.data  # noqa: B018 - the property encodes
     assert messages(exc)[0].startswith("d1 holds text that is not valid Unicode (a lone surrogate escape")
 
 
 def test_cross_kind_supersession_needs_an_override():
     ledger = [s1("d1", "settled", "Use tabs", "tabs"), s1("d2", "open", "Tabs or spaces?", supersedes=["d1"])]
-    with pytest.raises(migrate.MigrationError) as exc:
+    with pytest.raises(v1.MigrationError) as exc:
         converted(ledger)
     assert messages(exc) == ["cross-kind supersession d2->d1 requires an explicit supersedes override"]
-    records = migrate.sources(migrate.parse(jsonl(ledger))[1])
-    entries, _ = migrate.derive_map(records)
+    records = v1.sources(v1.parse(jsonl(ledger))[1])
+    entries, _ = mapping.derive_map(records)
     entries["d2"]["overrides"] = {"supersedes": []}
-    result = migrate.convert(records, entries)
+    result = convert.convert(records, entries)
     q2 = by_id(result)["q2"]
     assert q2["supersedes"] == []
     assert q2["legacy"]["relation_map"]["overrides"] == {"supersedes": []}
@@ -277,7 +278,7 @@ def test_a_reference_to_an_unknown_or_later_record_is_named_with_both_ids():
         s1("d3", "settled", "C", "c"),
         s1("d4", "open", "Q?", depends_on=["d3"]),
     ]
-    with pytest.raises(migrate.MigrationError) as exc:
+    with pytest.raises(v1.MigrationError) as exc:
         converted(ledger)
     assert messages(exc) == [
         "d1 (as d1): supports refers to unknown or later ID 'd3'",
@@ -290,20 +291,20 @@ def test_a_reference_to_an_unknown_or_later_record_is_named_with_both_ids():
 
 
 def _records(ledger: list[dict]) -> list[dict]:
-    return migrate.sources(migrate.parse(jsonl(ledger))[1])
+    return v1.sources(v1.parse(jsonl(ledger))[1])
 
 
 def test_emitted_map_applied_unchanged_gives_identical_bytes():
     records = _records(every_shape())
-    entries, problems = migrate.derive_map(records)
+    entries, problems = mapping.derive_map(records)
     assert problems == []
-    round_tripped = json.loads(migrate.dump_map(entries))
-    assert migrate.convert(records, round_tripped).data == converted(every_shape()).data
+    round_tripped = json.loads(mapping.dump_map(entries))
+    assert convert.convert(records, round_tripped).data == converted(every_shape()).data
 
 
 def test_emitted_map_is_indented_and_sorted():
-    entries, _ = migrate.derive_map(_records(every_shape()))
-    text = migrate.dump_map(entries).decode()
+    entries, _ = mapping.derive_map(_records(every_shape()))
+    text = mapping.dump_map(entries).decode()
     assert text == json.dumps(json.loads(text), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     assert set(json.loads(text)) == {f"d{n}" for n in range(1, 9)}
 
@@ -311,10 +312,10 @@ def test_emitted_map_is_indented_and_sorted():
 def test_map_can_reclassify_and_override():
     ledger = [s1("d1", "settled", "The API is idempotent", "yes"), s1("d2", "settled", "Retry on 503", "retry")]
     records = _records(ledger)
-    entries, _ = migrate.derive_map(records)
+    entries, _ = mapping.derive_map(records)
     entries["d1"].update(kind="claim", state="accepted", rationale="measured in staging")
     entries["d2"].update(choice="retry with backoff", overrides={"supports": [["d1"]]})
-    result = by_id(migrate.convert(records, entries))
+    result = by_id(convert.convert(records, entries))
     assert result["c1"]["kind"] == "claim" and "choice" not in result["c1"]
     assert result["c1"]["rationale"] == "measured in staging"
     assert result["d2"]["supports"] == [["c1"]]
@@ -325,20 +326,20 @@ def test_map_can_reclassify_and_override():
 def test_filled_placeholder_is_accepted():
     ledger = [s1("d1", "parked", "Maybe cache sessions", ""), s1("d2", "settled", "Pick a queue", "")]
     records = _records(ledger)
-    entries, _ = migrate.derive_map(records)
+    entries, _ = mapping.derive_map(records)
     entries["d1"].update(kind="question", state="open")
     entries["d2"].update(kind="decision", state="adopted", choice="SQS")
-    result = by_id(migrate.convert(records, entries))
+    result = by_id(convert.convert(records, entries))
     assert result["q1"]["state"] == "open"
     assert result["d2"]["choice"] == "SQS"
 
 
 def map_errors(ledger: list[dict], edit) -> list[str]:
     records = _records(ledger)
-    entries, _ = migrate.derive_map(records)
+    entries, _ = mapping.derive_map(records)
     edit(entries)
-    with pytest.raises(migrate.MigrationError) as exc:
-        migrate.convert(records, entries)
+    with pytest.raises(v1.MigrationError) as exc:
+        convert.convert(records, entries)
     return messages(exc)
 
 
@@ -393,8 +394,8 @@ def test_map_errors(edit, expected: str):
 
 
 def test_map_that_is_not_an_object_is_refused():
-    with pytest.raises(migrate.MigrationError) as exc:
-        migrate.convert(_records(TWO), [])
+    with pytest.raises(v1.MigrationError) as exc:
+        convert.convert(_records(TWO), [])
     assert messages(exc) == ["the map must be a JSON object keyed by old id"]
 
 
@@ -409,16 +410,16 @@ def test_decision_without_a_choice_in_the_map_is_refused():
 
 def test_schema_of():
     schema1 = jsonl(every_shape())
-    assert migrate.schema_of(schema1) == 1
-    assert migrate.schema_of(converted(every_shape()).data) == 2
-    assert migrate.schema_of(b"") is None
-    assert migrate.schema_of(b"\n  \n") is None
-    assert migrate.schema_of(b'{"schema":1,"id":"d1"}\n') == 1
-    assert migrate.schema_of(b'{"schema":3,"id":"d1"}\n') == 3
-    with pytest.raises(migrate.MixedSchemas):
-        migrate.schema_of(schema1 + converted(every_shape()).data)
-    with pytest.raises(migrate.MigrationError):
-        migrate.schema_of(b"<<<<<<< ours\n")
+    assert v1.schema_of(schema1) == 1
+    assert v1.schema_of(converted(every_shape()).data) == 2
+    assert v1.schema_of(b"") is None
+    assert v1.schema_of(b"\n  \n") is None
+    assert v1.schema_of(b'{"schema":1,"id":"d1"}\n') == 1
+    assert v1.schema_of(b'{"schema":3,"id":"d1"}\n') == 3
+    with pytest.raises(v1.MixedSchemas):
+        v1.schema_of(schema1 + converted(every_shape()).data)
+    with pytest.raises(v1.MigrationError):
+        v1.schema_of(b"<<<<<<< ours\n")
 
 
 @pytest.mark.parametrize(
@@ -435,8 +436,8 @@ def test_schema_of():
     ],
 )
 def test_schema_of_fast_paths_agree_with_a_full_parse(line: bytes, schema: int):
-    assert migrate.schema_of(line + b"\n") == schema
-    assert migrate.parse(line + b"\n")[0] == schema
+    assert v1.schema_of(line + b"\n") == schema
+    assert v1.parse(line + b"\n")[0] == schema
 
 
 def test_schema_of_reads_canonical_and_plain_schema_1_lines_without_json(monkeypatch: pytest.MonkeyPatch):
@@ -447,11 +448,11 @@ def test_schema_of_reads_canonical_and_plain_schema_1_lines_without_json(monkeyp
     def refuse(*_args, **_kw):
         raise AssertionError("schema_of parsed a line it could read by its bytes")
 
-    monkeypatch.setattr(migrate.json, "loads", refuse)
-    assert migrate.schema_of(schema2) == 2
-    assert migrate.schema_of(schema1) == 1
-    with pytest.raises(migrate.MixedSchemas):
-        migrate.schema_of(schema1 + schema2)
+    monkeypatch.setattr(v1.json, "loads", refuse)
+    assert v1.schema_of(schema2) == 2
+    assert v1.schema_of(schema1) == 1
+    with pytest.raises(v1.MixedSchemas):
+        v1.schema_of(schema1 + schema2)
 
 
 # -- is_migration_of ----------------------------------------------------------------------------
@@ -459,17 +460,17 @@ def test_schema_of_reads_canonical_and_plain_schema_1_lines_without_json(monkeyp
 
 def test_is_migration_of_accepts_the_derived_run():
     old = jsonl(every_shape())
-    assert migrate.is_migration_of(old, converted(every_shape()).data)
+    assert convert.is_migration_of(old, converted(every_shape()).data)
 
 
 def test_is_migration_of_accepts_a_map_run():
     ledger = [*TWO, s1("d3", "settled", "Pick a queue", "")]
     records = _records(ledger)
-    entries, _ = migrate.derive_map(records)
+    entries, _ = mapping.derive_map(records)
     entries["d3"].update(kind="decision", state="adopted", choice="SQS", rationale="managed")
     entries["d2"].update(overrides={"supports": [["d1"]]})
-    new = migrate.convert(records, entries).data
-    assert migrate.is_migration_of(jsonl(ledger), new)
+    new = convert.convert(records, entries).data
+    assert convert.is_migration_of(jsonl(ledger), new)
 
 
 def _tampered(data: bytes, change) -> bytes:
@@ -492,18 +493,18 @@ def _tampered(data: bytes, change) -> bytes:
 def test_is_migration_of_refuses_anything_else(change):
     old = jsonl(every_shape())
     new = converted(every_shape()).data
-    assert not migrate.is_migration_of(old, _tampered(new, change))
+    assert not convert.is_migration_of(old, _tampered(new, change))
 
 
 def test_is_migration_of_refuses_non_migrations():
     old = jsonl(every_shape())
     new = converted(every_shape()).data
-    assert not migrate.is_migration_of(new, new)  # schema 2 is not migrated again
-    assert not migrate.is_migration_of(old, old)
-    assert not migrate.is_migration_of(b"", b"")
-    assert not migrate.is_migration_of(old, new.replace(b"\n", b"\r\n"))
-    assert not migrate.is_migration_of(old, b"garbage\n")
-    assert not migrate.is_migration_of(jsonl([s1("d1", "settled", "A", "")]), b"")
+    assert not convert.is_migration_of(new, new)  # schema 2 is not migrated again
+    assert not convert.is_migration_of(old, old)
+    assert not convert.is_migration_of(b"", b"")
+    assert not convert.is_migration_of(old, new.replace(b"\n", b"\r\n"))
+    assert not convert.is_migration_of(old, b"garbage\n")
+    assert not convert.is_migration_of(jsonl([s1("d1", "settled", "A", "")]), b"")
 
 
 def test_migration_does_not_depend_on_the_environment(monkeypatch: pytest.MonkeyPatch):
@@ -599,21 +600,19 @@ def schema1_ledgers(draw) -> list[dict]:
 def test_any_schema_1_ledger_migrates_to_a_valid_ledger_or_stops_with_named_reasons(ledger: list[dict]):
     data = jsonl(ledger)
     try:
-        result = migrate.migrate_bytes(data)
-    except migrate.MigrationError as exc:
+        result = convert.migrate_bytes(data)
+    except v1.MigrationError as exc:
         assert exc.messages and all(isinstance(m, str) and m for m in exc.messages)
-        entries, _ = migrate.derive_map(migrate.sources(migrate.parse(data)[1]))
+        entries, _ = mapping.derive_map(v1.sources(v1.parse(data)[1]))
         assert set(entries) == {r["id"] for r in ledger}  # emit-map still works
         return
     snap = store.parse(Path("ledger.jsonl"), result.data, use_cache=False)
     assert [r["legacy"]["source_id"] for r in snap.records] == [r["id"] for r in ledger]
-    assert migrate.schema_of(result.data) == 2
-    assert migrate.is_migration_of(data, result.data)
-    assert migrate.migrate_bytes(data).data == result.data  # deterministic
-    entries, _ = migrate.derive_map(migrate.sources(migrate.parse(data)[1]))
-    assert migrate.convert(migrate.sources(migrate.parse(data)[1]), json.loads(migrate.dump_map(entries))).data == (
-        result.data
-    )
+    assert v1.schema_of(result.data) == 2
+    assert convert.is_migration_of(data, result.data)
+    assert convert.migrate_bytes(data).data == result.data  # deterministic
+    entries, _ = mapping.derive_map(v1.sources(v1.parse(data)[1]))
+    assert convert.convert(v1.sources(v1.parse(data)[1]), json.loads(mapping.dump_map(entries))).data == (result.data)
 
 
 # -- what the merge driver needs --------------------------------------------------------------------
@@ -635,21 +634,21 @@ def test_migration_is_prefix_stable_so_a_migrated_branch_merges_with_one_migrate
 def test_merge_schema_fault_names_the_side_to_migrate():
     one = jsonl(every_shape())
     two = converted(every_shape()).data
-    assert migrate.merge_schema_fault(two, two) is None
-    assert migrate.merge_schema_fault(b"", two) is None
-    assert migrate.merge_schema_fault(two, b"") is None
-    assert migrate.merge_schema_fault(two, one) == (
+    assert convert.merge_schema_fault(two, two) is None
+    assert convert.merge_schema_fault(b"", two) is None
+    assert convert.merge_schema_fault(two, b"") is None
+    assert convert.merge_schema_fault(two, one) == (
         "the other branch's ledger is schema 1 and this branch's is schema 2; "
         "run 'docket migrate' on the other branch first, commit it, then merge again"
     )
-    assert migrate.merge_schema_fault(one, two) == (
+    assert convert.merge_schema_fault(one, two) == (
         "this branch's ledger is schema 1 and the other branch's is schema 2; "
         "abort this merge, run 'docket migrate' on this branch first, commit it, then merge again"
     )
     assert "both branches' ledgers are schema 1; run 'docket migrate' on each branch" in (
-        migrate.merge_schema_fault(one, one)
+        convert.merge_schema_fault(one, one)
     )
-    assert migrate.merge_schema_fault(b"\n" + two, b"\n\n" + one).startswith("the other branch's ledger is schema 1")
-    assert migrate.merge_schema_fault(two, b"<<<<<<< ours\n" + two) == (
+    assert convert.merge_schema_fault(b"\n" + two, b"\n\n" + one).startswith("the other branch's ledger is schema 1")
+    assert convert.merge_schema_fault(two, b"<<<<<<< ours\n" + two) == (
         "malformed input at line 1: invalid JSON: Expecting value; run 'docket check' on each branch and repair it first"
     )

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 
-from docket_git.migrate import convert as migrate
+from docket_git.migrate import convert
+from docket_git.migrate import schema1 as v1
 from tests.conftest import Repo
 from tests.migrate_fixtures import every_shape, jsonl, s1
 
@@ -27,8 +28,8 @@ def test_a_staged_migration_is_recognised_against_head(repo: Repo):
     repo.ok("migrate")
     repo.git("add", ".docket/ledger.jsonl")
     head, staged = blob(repo, "HEAD:.docket/ledger.jsonl"), blob(repo, ":.docket/ledger.jsonl")
-    assert migrate.schema_of(head) == 1 and migrate.schema_of(staged) == 2
-    assert migrate.is_migration_of(head, staged)
+    assert v1.schema_of(head) == 1 and v1.schema_of(staged) == 2
+    assert convert.is_migration_of(head, staged)
     repo.git("commit", "-q", "-m", "docket migrate")
     assert repo.ok("check").out.strip().endswith("reads cleanly, 8 records")
 
@@ -38,7 +39,7 @@ def test_a_migration_with_a_record_added_is_not_a_migration(repo: Repo):
     repo.ok("migrate")
     repo.ok("claim", "Retry keys are per tenant", "--state", "accepted")
     repo.git("add", ".docket/ledger.jsonl")
-    assert not migrate.is_migration_of(blob(repo, "HEAD:.docket/ledger.jsonl"), blob(repo, ":.docket/ledger.jsonl"))
+    assert not convert.is_migration_of(blob(repo, "HEAD:.docket/ledger.jsonl"), blob(repo, ":.docket/ledger.jsonl"))
 
 
 def test_a_map_migration_commit_is_recognised(repo: Repo):
@@ -49,7 +50,7 @@ def test_a_map_migration_commit_is_recognised(repo: Repo):
     (repo.path.parent / "map.json").write_text(json.dumps(entries))
     repo.ok("migrate", "--map", "../map.json")
     repo.git("add", ".docket/ledger.jsonl")
-    assert migrate.is_migration_of(blob(repo, "HEAD:.docket/ledger.jsonl"), blob(repo, ":.docket/ledger.jsonl"))
+    assert convert.is_migration_of(blob(repo, "HEAD:.docket/ledger.jsonl"), blob(repo, ":.docket/ledger.jsonl"))
 
 
 def test_two_branches_that_migrate_separately_merge_cleanly(repo: Repo):

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from docket_git.cli import record_fast as record_command
+from docket_git.cli import record as record_command
 
 from .conftest import Repo
 
@@ -32,8 +32,8 @@ def typer_params(kind: str) -> list[tuple[str, bool, bool, bool]]:
 
 
 @pytest.mark.parametrize("kind", ["claim", "decision", "question"])
-def test_option_table_matches_the_typer_command(kind: str) -> None:
-    table = [(o.flag, o.repeat, o.bare, o.required) for o in record_command.OPTIONS[kind]]
+def test_the_typer_command_is_built_from_the_declaration(kind: str) -> None:
+    table = [(o.flag, o.repeat, o.bare, o.required) for o in record_command.COMMANDS[kind].options]
     assert table == typer_params(kind)
 
 
@@ -88,7 +88,7 @@ def _strip_ts(out: str) -> str:
 
 
 def test_the_parser_takes_plain_calls_and_leaves_the_rest_to_typer() -> None:
-    taken = {" ".join(c) for c in CALLS if record_command.parse(c[0], c[1:]) is not None}
+    taken = {" ".join(c) for c in CALLS if record_command.COMMANDS[c[0]].parse(c[1:]) is not None}
     left = {" ".join(c) for c in CALLS} - taken
     assert left == {
         "decision Missing choice",
@@ -99,8 +99,9 @@ def test_the_parser_takes_plain_calls_and_leaves_the_rest_to_typer() -> None:
         "claim x --pin=yes",
         "claim x -- y",
     }
-    text, opts = record_command.parse("claim", ["--scope=a", "T", "--scope", "b", "--pin"])  # type: ignore[misc]
-    assert (text, opts["scope"], opts["pin"], opts["state"]) == ("T", ["a", "b"], True, "unassessed")
+    opts = record_command.COMMANDS["claim"].parse(["--scope=a", "T", "--scope", "b", "--pin"])
+    assert opts is not None
+    assert (opts["text"], opts["scope"], opts["pin"], opts["state"]) == ("T", ["a", "b"], True, "unassessed")
 
 
 def test_a_plain_claim_never_imports_typer(repo: Repo) -> None:
@@ -113,7 +114,7 @@ def test_a_plain_claim_never_imports_typer(repo: Repo) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "import time:" in line}
-    assert "docket_git.cli.record_fast" in imported
+    assert "docket_git.cli.record" in imported
     assert not {"typer", "pydantic", "pygit2"} & imported
 
 
@@ -164,5 +165,7 @@ def _no_ts(line: bytes) -> dict:
 
 def test_record_batch_options_match_the_typer_command() -> None:
     assert typer_params("record") == [("--dry-run", False, True, False), ("--json", False, True, False)]
-    assert record_command.parse_batch_args(["--json", "-"]) == ("-", False, True)
-    assert record_command.parse_batch_args(["-h"]) is None
+    batch = record_command.COMMANDS["record"]
+    assert batch.parse(["--json", "-"]) == {"file": "-", "dry_run": False, "as_json": True}
+    assert batch.parse(["--dry-run"]) == {"file": "-", "dry_run": True, "as_json": False}
+    assert batch.parse(["-h"]) is None

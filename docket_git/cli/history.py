@@ -9,8 +9,8 @@ import typer
 
 from docket_git.cli.app import app
 from docket_git.cli.common import dump_json, fail, ledger_path, read_snapshot, warn
+from docket_git.errors import UsageError
 from docket_git.ledger import model, store
-from docket_git.ledger.recording import UsageError
 
 #: What a later record's relation says about the record it names, for ``docket log``.
 RELATION_LABELS = {

@@ -9,39 +9,42 @@ import sys
 import typer
 
 from docket_git.cli.app import app
-from docket_git.ledger.store import LedgerError
+from docket_git.errors import LedgerError, guarded
 
 # Each module registers its commands on import; `docket --help` lists them in
 # this order: record, read, history, share across branches, set up, maintain.
 COMMAND_MODULES = ("record", "context", "read", "history", "merge", "setup", "agents", "migrate")
 for _name in COMMAND_MODULES:
-    importlib.import_module(f"docket_git.cli.{_name}")
+    _module = importlib.import_module(f"docket_git.cli.{_name}")
+    if hasattr(_module, "register"):  # declared once in cli.spec: built into a Typer command here
+        _module.register(app)
 
 
 def run(args: list[str]) -> None:
     """Run the Typer app on args; ledger errors become ``docket: ...`` and exit 1, usage errors exit 2."""
     prog = "git docket" if os.path.basename(sys.argv[0]) == "git-docket" else "docket"
-    try:
-        code = app(args=args, prog_name=prog, standalone_mode=False)
-    except LedgerError as exc:
-        print(f"docket: {exc}", file=sys.stderr)
-        sys.exit(exc.exit_code)
-    except BrokenPipeError:
-        sys.stderr.close()
-        sys.exit(0)
-    except typer.Abort:
-        print("docket: aborted", file=sys.stderr)
-        sys.exit(1)
-    except Exception as exc:
-        # The parser's errors (unknown option, missing argument, bad value) carry an exit code
-        # and a message; their class lives in click or, in newer Typer, in Typer's own copy of it.
-        if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code") and hasattr(exc, "show")):
-            raise
-        if not hasattr(exc, "ctx") or type(exc).__name__ == "NoArgsIsHelpError":
-            exc.show()  # plain `docket`: the help text
-        else:
-            print(usage_error(exc), file=sys.stderr)
-        sys.exit(getattr(exc, "exit_code", 2))
+    outcome: list[object] = []
+
+    def invoke() -> None:
+        try:
+            outcome.append(app(args=args, prog_name=prog, standalone_mode=False))
+        except typer.Abort:
+            raise LedgerError("aborted") from None
+        except Exception as exc:
+            # The parser's errors (unknown option, missing argument, bad value) carry an exit code
+            # and a message; their class lives in click or, in newer Typer, in Typer's own copy of it.
+            if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code") and hasattr(exc, "show")):
+                raise
+            if not hasattr(exc, "ctx") or type(exc).__name__ == "NoArgsIsHelpError":
+                exc.show()  # plain `docket`: the help text
+            else:
+                print(usage_error(exc), file=sys.stderr)
+            outcome.append(getattr(exc, "exit_code", 2))
+
+    failed = guarded(invoke)
+    if failed:
+        sys.exit(failed)
+    code = outcome[0] if outcome else 0
     sys.exit(code if isinstance(code, int) else 0)
 
 

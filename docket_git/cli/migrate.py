@@ -11,8 +11,8 @@ import typer
 
 from docket_git.cli.app import app
 from docket_git.cli.common import fail, ledger_path, usage, warn
-from docket_git.ledger import model, store
-from docket_git.migrate import convert as mig
+from docket_git.ledger import jsonl, model, store
+from docket_git.migrate import convert, mapping, schema1, swap
 
 
 class _Bar:
@@ -37,11 +37,11 @@ class _Bar:
             sys.stderr.flush()
 
 
-def _stop(exc: mig.MigrationError, *, hint: bool) -> NoReturn:
+def _stop(exc: schema1.MigrationError, *, hint: bool) -> NoReturn:
     for message in exc.messages:
         print(f"docket: {message}", file=sys.stderr)
     if hint and exc.hint:
-        print(f"docket: {mig.HINT}", file=sys.stderr)
+        print(f"docket: {schema1.HINT}", file=sys.stderr)
     raise typer.Exit(exc.exit_code)
 
 
@@ -58,7 +58,7 @@ def _read_map(name: str) -> dict:
         usage(f"the map {name} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
 
 
-def _summary(migration: mig.Migration, verb: str) -> str:
+def _summary(migration: convert.Migration, verb: str) -> str:
     counts = migration.counts()
     return (
         f"docket: {verb} {len(migration.records)} records from schema 1 to schema {model.SCHEMA} "
@@ -101,14 +101,14 @@ def migrate(
         except OSError as exc:
             fail(f"cannot read {path}: {exc.strerror}")
         try:
-            with mig.gc_paused():
+            with jsonl.gc_paused():
                 _run(path, data, entries, dry_run=dry_run, emit_map=emit_map)
-        except mig.MigrationError as exc:
+        except schema1.MigrationError as exc:
             _stop(exc, hint=entries is None)
 
 
 def _run(path: Path, data: bytes, entries: dict | None, *, dry_run: bool, emit_map: str | None) -> None:
-    schema, lines = mig.parse(data)
+    schema, lines = schema1.parse(data)
     if schema is None:
         typer.echo(f"docket: {path} holds no records; nothing to migrate")
         return
@@ -125,15 +125,15 @@ def _run(path: Path, data: bytes, entries: dict | None, *, dry_run: bool, emit_m
             return
         fail(f"{path} is schema {schema}, newer than this docket-git understands; upgrade docket-git")
     if not dry_run and emit_map is None:
-        conflict = mig.backup_conflict(path, data)
+        conflict = swap.backup_conflict(path, data)
         if conflict:
             fail(conflict)  # before any work: the original must never be lost
-    records = mig.sources(lines)
+    records = schema1.sources(lines)
     if emit_map is not None:
-        derived, _problems = mig.derive_map(records)
-        store.write_atomic(Path(emit_map), mig.dump_map(derived))
+        derived, _problems = mapping.derive_map(records)
+        store.write_atomic(Path(emit_map), mapping.dump_map(derived))
         typer.echo(f"docket: wrote {len(derived)} mapping entries to {emit_map}")
-        todo = mig.placeholders(derived)
+        todo = mapping.placeholders(derived)
         if todo:
             warn(
                 f"{len(todo)} placeholder entr{'y needs' if len(todo) == 1 else 'ies need'} a kind and a state "
@@ -141,12 +141,12 @@ def _run(path: Path, data: bytes, entries: dict | None, *, dry_run: bool, emit_m
             )
         return
     if entries is None:
-        entries, problems = mig.derive_map(records)
+        entries, problems = mapping.derive_map(records)
         if problems:
-            raise mig.MigrationError(problems, hint=True)
+            raise schema1.MigrationError(problems, hint=True)
     bar = _Bar()
     try:
-        migration = mig.convert(records, entries, progress=bar)
+        migration = convert.convert(records, entries, progress=bar)
     finally:
         bar.close()
     if dry_run:
@@ -156,11 +156,11 @@ def _run(path: Path, data: bytes, entries: dict | None, *, dry_run: bool, emit_m
         warn(f"warning: {line}")
     if dry_run:
         typer.echo(_summary(migration, "would migrate"))
-        conflict = mig.backup_conflict(path, data)
+        conflict = swap.backup_conflict(path, data)
         if conflict:
             warn(f"warning: the real run will stop: {conflict}")
         return
-    backup = mig.replace_ledger(path, data, migration.data)
+    backup = swap.replace_ledger(path, data, migration.data)
     typer.echo(_summary(migration, "migrated"))
     typer.echo(f"docket: original kept at {backup}")
 

@@ -9,11 +9,11 @@ from typing import Annotated
 
 import typer
 
-from docket_git.cli import show_fast as show_command
+from docket_git.cli import show as show_command
 from docket_git.cli.app import app
-from docket_git.cli.common import dump_json, fail, ledger_path, read_snapshot
+from docket_git.cli.common import dump_json, fail, ledger_path
+from docket_git.errors import UsageError
 from docket_git.ledger import model, project, store, validate
-from docket_git.ledger.recording import UsageError
 
 
 def _formula(record: dict) -> str:
@@ -90,50 +90,9 @@ def list_(
     sys.stdout.write("\n".join(out) + "\n")  # one write: echoing 100k lines one by one took seconds
 
 
-@app.command(rich_help_panel="Read")
-def show(
-    record_id: Annotated[
-        str, typer.Argument(metavar="ID", help="The record to show, e.g. d12 or d12@DIGEST; an old ID is followed.")
-    ],
-    at: Annotated[
-        str | None,
-        typer.Option("--at", metavar="ID|COMMIT", help="Show it as history stood at record ID, or at a commit."),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="The projected record as JSON.")] = False,
-) -> None:
-    """Show one record in full, with its derived state."""
-    if at is None and record_id not in show_command.declined and show_command.from_outline(record_id, as_json=as_json):
-        return
-    snap = read_snapshot()
-    records = snap.records
-    if at is not None:
-        prefix = project.at(records, at)
-        if prefix is None:
-            if model.is_id(at):
-                fail(f"unknown record {at}")
-            from docket_git.cli import history as history_cli  # registered after this module: help keeps its order
-
-            prefix, _ = history_cli.records_at(at)
-        records = prefix
-    views = project.project(records)
-    by_id = {v["id"]: v for v in views}
-    plain, _, digest = record_id.partition("@")
-    view = by_id.get(plain)
-    if at is not None and view is None:
-        fail(f"no entry {plain} at {at}")
-    if view is None and not model.is_id(plain):
-        fail(f"no entry {record_id}")
-    stale = (
-        bool(digest) and view is not None and not snap.prefix_digest(snap.position(plain)).startswith(digest.lower())
-    )
-    if at is None and (view is None or stale):
-        # An ID this ledger does not hold (as given): history knows where a merge moved it.
-        from docket_git.cli import history as history_cli
-
-        view = by_id.get(history_cli.current_id(record_id, snap))
-        if view is None:
-            fail(f"no entry {record_id}")
-    show_command.print_view(view, by_id, as_json=as_json)
+# ``show`` is declared in its own module (its light parser runs without Typer); registered
+# here so that ``docket --help`` lists it between list and check.
+show_command.register(app)
 
 
 ORDER_ADVICE = (

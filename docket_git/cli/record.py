@@ -1,173 +1,214 @@
-"""Recording: claim, decision, question, record (batch)."""
+"""Recording: ``docket claim|decision|question|record``, declared once for Typer and the light parser.
+
+Agents record many times a session, so ``entry.py`` hands a plain invocation
+to ``fast_main`` before Typer is imported; anything the light parser does not
+take for certain goes to the Typer command built from the same declaration,
+which calls the same executor.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+import json
+import sys
+from pathlib import Path
+from typing import Any
 
-import typer
+from docket_git.cli.spec import Arg, Command, Opt
+from docket_git.errors import UsageError, guarded, warn
+from docket_git.ledger import canonical, recording, store
 
-from docket_git.cli import record_fast as record_command
-from docket_git.cli.app import app
-
-Scope = Annotated[
-    list[str] | None,
-    typer.Option("--scope", help="A file, directory (dir/), glob or component this governs. Repeatable."),
-]
-Rationale = Annotated[str, typer.Option("--rationale", help="Why; the reasoning behind the record.")]
-Supports = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--supports",
-        help="Grounds as a comma list (one AND set); repeat for OR: --supports c1,c2 --supports c3.",
+PANEL = "Record"
+SCOPE = Opt(
+    "--scope", "scope", "A file, directory (dir/), glob or component this governs. Repeatable.", "PATH", repeat=True
+)
+RATIONALE = Opt("--rationale", "rationale", "Why; the reasoning behind the record.")
+SUPPORTS = Opt(
+    "--supports",
+    "supports",
+    "Grounds as a comma list (one AND set); repeat for OR: --supports c1,c2 --supports c3.",
+    "IDS",
+    repeat=True,
+)
+ANSWERS = Opt("--answers", "answers", "Questions this answers (IDs, repeatable or comma list).", "IDS", repeat=True)
+TAIL = (
+    Opt(
+        "--supersedes",
+        "supersedes",
+        "Same-kind records this retires (IDs, repeatable or comma list).",
+        "IDS",
+        repeat=True,
     ),
-]
-Answers = Annotated[
-    list[str] | None, typer.Option("--answers", help="Questions this answers (IDs, repeatable or comma list).")
-]
-Supersedes = Annotated[
-    list[str] | None,
-    typer.Option("--supersedes", help="Same-kind records this retires (IDs, repeatable or comma list)."),
-]
-Evidence = Annotated[
-    list[str] | None,
-    typer.Option("--evidence", help='A reference, or JSON {"ref":..,"checked_at":..,"commit":..}. Repeatable.'),
-]
-Revisit = Annotated[str, typer.Option("--revisit", help="When or why to look at this again.")]
-Cost = Annotated[str, typer.Option("--cost", help="What breaks if this turns out wrong.")]
-Pin = Annotated[bool, typer.Option("--pin", help="Give the record a fixed bonus in every briefing.")]
-DryRun = Annotated[bool, typer.Option("--dry-run", help="Validate and print the record; write nothing.")]
-AsJson = Annotated[bool, typer.Option("--json", help="Print the written record as JSON.")]
+    Opt(
+        "--evidence",
+        "evidence",
+        'A reference, or JSON {"ref":..,"checked_at":..,"commit":..}. Repeatable.',
+        "REF",
+        repeat=True,
+    ),
+    Opt("--revisit", "revisit", "When or why to look at this again."),
+    Opt("--cost", "cost", "What breaks if this turns out wrong."),
+    Opt("--pin", "pin", "Give the record a fixed bonus in every briefing.", bare=True),
+    Opt("--dry-run", "dry_run", "Validate and print the record; write nothing.", bare=True),
+    Opt("--json", "as_json", "Print the written record as JSON.", bare=True),
+)
+STATES = {"claim": ("unassessed", "accepted", "disputed", "rejected"), "decision": ("adopted", "revoked")}
 
-
-def _run(kind: str, text: str, **opts: object) -> None:
-    """The command's options to the executor the Typer-free path shares (repeatables as lists)."""
-    record_command.execute(kind, text, {k: [] if v is None else v for k, v in opts.items()})
-
-
-@app.command(rich_help_panel="Record")
-def claim(
-    text: Annotated[str, typer.Argument(help="The proposition, stated (not asked).")],
-    state: Annotated[str, typer.Option("--state", help="unassessed, accepted, disputed or rejected.")] = "unassessed",
-    scope: Scope = None,
-    rationale: Rationale = "",
-    supports: Supports = None,
-    answers: Answers = None,
-    supersedes: Supersedes = None,
-    evidence: Evidence = None,
-    revisit: Revisit = "",
-    cost: Cost = "",
-    pin: Pin = False,
-    dry_run: DryRun = False,
-    as_json: AsJson = False,
-) -> None:
-    """Record a claim: a scoped proposition the work relies on."""
-    _run(
+COMMANDS: dict[str, Command] = {
+    "claim": Command(
         "claim",
-        text,
-        state=state,
-        scope=scope,
-        rationale=rationale,
-        supports=supports,
-        answers=answers,
-        supersedes=supersedes,
-        evidence=evidence,
-        revisit=revisit,
-        cost=cost,
-        pin=pin,
-        dry_run=dry_run,
-        as_json=as_json,
-    )
-
-
-@app.command(rich_help_panel="Record")
-def decision(
-    text: Annotated[str, typer.Argument(help="What the decision commits to, as a statement.")],
-    choice: Annotated[str, typer.Option("--choice", help="The option chosen.")],
-    alternative: Annotated[
-        list[str] | None, typer.Option("--alternative", help="An option the choice beat. Repeatable.")
-    ] = None,
-    state: Annotated[str, typer.Option("--state", help="adopted or revoked.")] = "adopted",
-    decided_by: Annotated[str, typer.Option("--decided-by", help="Who made the call, if not the recorder.")] = "",
-    scope: Scope = None,
-    rationale: Rationale = "",
-    supports: Supports = None,
-    depends_on: Annotated[
-        list[str] | None,
-        typer.Option("--depends-on", help="Prerequisite claims/decisions (IDs, repeatable or comma list)."),
-    ] = None,
-    answers: Answers = None,
-    supersedes: Supersedes = None,
-    evidence: Evidence = None,
-    revisit: Revisit = "",
-    cost: Cost = "",
-    pin: Pin = False,
-    dry_run: DryRun = False,
-    as_json: AsJson = False,
-) -> None:
-    """Record a decision: a commitment to a choice, with what it beat and why."""
-    _run(
+        "Record a claim: a scoped proposition the work relies on.",
+        PANEL,
+        (Arg("text", "The proposition, stated (not asked)."),),
+        (
+            Opt("--state", "state", "unassessed, accepted, disputed or rejected.", "STATE", default="unassessed"),
+            SCOPE,
+            RATIONALE,
+            SUPPORTS,
+            ANSWERS,
+            *TAIL,
+        ),
+    ),
+    "decision": Command(
         "decision",
-        text,
-        choice=choice,
-        alternative=alternative,
-        state=state,
-        decided_by=decided_by,
-        scope=scope,
-        rationale=rationale,
-        supports=supports,
-        depends_on=depends_on,
-        answers=answers,
-        supersedes=supersedes,
-        evidence=evidence,
-        revisit=revisit,
-        cost=cost,
-        pin=pin,
-        dry_run=dry_run,
-        as_json=as_json,
-    )
-
-
-@app.command(rich_help_panel="Record")
-def question(
-    text: Annotated[str, typer.Argument(help="The open inquiry.")],
-    scope: Scope = None,
-    rationale: Rationale = "",
-    supports: Supports = None,
-    supersedes: Supersedes = None,
-    evidence: Evidence = None,
-    revisit: Revisit = "",
-    cost: Cost = "",
-    pin: Pin = False,
-    dry_run: DryRun = False,
-    as_json: AsJson = False,
-) -> None:
-    """Record an open question. Answer it later with a claim or decision --answers ID."""
-    _run(
+        "Record a decision: a commitment to a choice, with what it beat and why.",
+        PANEL,
+        (Arg("text", "What the decision commits to, as a statement."),),
+        (
+            Opt("--choice", "choice", "The option chosen.", required=True),
+            Opt("--alternative", "alternative", "An option the choice beat. Repeatable.", repeat=True),
+            Opt("--state", "state", "adopted or revoked.", "STATE", default="adopted"),
+            Opt("--decided-by", "decided_by", "Who made the call, if not the recorder.", "WHO"),
+            SCOPE,
+            RATIONALE,
+            SUPPORTS,
+            Opt(
+                "--depends-on",
+                "depends_on",
+                "Prerequisite claims/decisions (IDs, repeatable or comma list).",
+                "IDS",
+                repeat=True,
+            ),
+            ANSWERS,
+            *TAIL,
+        ),
+    ),
+    "question": Command(
         "question",
-        text,
-        scope=scope,
-        rationale=rationale,
-        supports=supports,
-        supersedes=supersedes,
-        evidence=evidence,
-        revisit=revisit,
-        cost=cost,
-        pin=pin,
-        dry_run=dry_run,
-        as_json=as_json,
-    )
-
-
-@app.command(rich_help_panel="Record")
-def record(
-    file: Annotated[str, typer.Argument(help="A JSONL file of records, or - for stdin.")] = "-",
-    dry_run: DryRun = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the written records as JSONL.")] = False,
-) -> None:
-    """Record a batch from JSONL, all or nothing.
+        "Record an open question. Answer it later with a claim or decision --answers ID.",
+        PANEL,
+        (Arg("text", "The open inquiry."),),
+        (SCOPE, RATIONALE, SUPPORTS, *TAIL),
+    ),
+    "record": Command(
+        "record",
+        """Record a batch from JSONL, all or nothing.
 
     Each line holds one record's own fields (kind, text, choice, scope,
     supports, answers, ...); IDs are allocated. Cite an earlier line of the
     batch as @N (counting from 1), e.g. {"kind":"decision",...,"depends_on":["@1"]}.
+    """,
+        PANEL,
+        (Arg("file", "A JSONL file of records, or - for stdin.", default="-"),),
+        (
+            Opt("--dry-run", "dry_run", "Validate and print the record; write nothing.", bare=True),
+            Opt("--json", "as_json", "Print the written records as JSONL.", bare=True),
+        ),
+    ),
+}
+
+
+def _supports(values: list[str] | None) -> list[list[str]]:
+    return [group for group in (recording.split_ids([v]) for v in values or []) if group]
+
+
+def execute(kind: str, text: str, opts: dict[str, Any]) -> None:
+    """Validate, append and report one record (``--dry-run``: validate and report only).
+
+    Raises ``UsageError`` (exit 2) for a bad --state, ``LedgerError`` (exit 1)
+    for a record or ledger the rules refuse.
     """
-    record_command.execute_batch(file, dry_run=dry_run, as_json=as_json)
+    if kind in STATES and opts["state"] not in STATES[kind]:
+        raise UsageError(f"--state must be one of {', '.join(STATES[kind])}; got {opts['state']!r}")
+    fields: dict = {}
+    if kind != "question":
+        fields["state"] = opts["state"]
+    if kind == "decision":
+        fields.update(
+            choice=opts["choice"], alternatives=list(opts["alternative"] or []), decided_by=opts["decided_by"]
+        )
+    fields.update(scope=opts["scope"], rationale=opts["rationale"], supports=_supports(opts["supports"]))
+    if kind == "decision":
+        fields["depends_on"] = recording.split_ids(opts["depends_on"])
+    if kind != "question":
+        fields["answers"] = recording.split_ids(opts["answers"])
+    fields.update(
+        supersedes=recording.split_ids(opts["supersedes"]),
+        evidence=opts["evidence"],
+        revisit=opts["revisit"],
+        cost_if_wrong=opts["cost"],
+        pinned=opts["pin"],
+    )
+    path = store.locate(Path.cwd())
+    root = path.parent.parent
+    scopes = [recording.normalize_scope(s, root) for s in fields.pop("scope", None) or []]
+    fields["scope"] = list(dict.fromkeys(scopes))
+    fields["evidence"] = [recording.parse_evidence(e) for e in fields.pop("evidence", None) or []]
+    _author, unknown = recording.detect_author()
+    if unknown:
+        warn('could not detect an author; recording "unknown". Set DOCKET_AUTHOR to identify this harness.')
+    draft = recording.draft(kind, text, fields, recording.provenance(path))
+    records = store.append(path, [draft], dry_run=opts["dry_run"])
+    report(records, as_json=opts["as_json"], dry_run=opts["dry_run"])
+
+
+def execute_batch(file: str, *, dry_run: bool, as_json: bool) -> None:
+    """``docket record FILE``: append a JSONL batch all or nothing (``-`` reads stdin)."""
+    if file == "-":
+        data = sys.stdin.buffer.read()
+    else:
+        try:
+            data = Path(file).read_bytes()
+        except OSError as exc:
+            raise UsageError(f"cannot read {file}: {exc.strerror}") from None
+    path = store.locate(Path.cwd())
+    drafts = recording.parse_batch(data, recording.provenance(path))
+    records = store.append(path, drafts, dry_run=dry_run)
+    report(records, as_json=as_json, dry_run=dry_run, jsonl=True)
+
+
+def report(records: list[dict], *, as_json: bool, dry_run: bool, jsonl: bool = False) -> None:
+    """Print the records (one line each, or JSON), then their hints and the dry-run note on stderr."""
+    for record in records:
+        if as_json:
+            out = canonical.dumps(record) if jsonl else json.dumps(record, indent=2, ensure_ascii=False)
+        else:
+            out = f"{record['id']}  {record['state']}  {record['text']}"
+        sys.stdout.write(out + "\n")
+    sys.stdout.flush()
+    for record in records:
+        for hint in recording.hints(record):
+            warn(hint)
+    if dry_run:
+        warn(f"dry run: {len(records)} record(s) valid; nothing written")
+
+
+def run(kind: str, values: dict[str, Any]) -> None:
+    """Run a recording command on its parsed values (from either parser)."""
+    if kind == "record":
+        execute_batch(values["file"], dry_run=values["dry_run"], as_json=values["as_json"])
+    else:
+        execute(kind, values.pop("text"), values)
+
+
+def fast_main(kind: str, args: list[str]) -> int | None:
+    """Run ``docket KIND ARGS`` when the light parser takes them; None to hand them to Typer."""
+    values = COMMANDS[kind].parse(args)
+    if values is None:
+        return None
+    return guarded(lambda: run(kind, values))
+
+
+def register(app: Any) -> None:
+    """Add the recording commands to the Typer app."""
+    for kind, command in COMMANDS.items():
+        command.register(app, lambda values, kind=kind: run(kind, values))

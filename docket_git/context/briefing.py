@@ -190,8 +190,21 @@ def _build(
         notes.append(notice.lstrip("# ").rstrip())  # no room under this ceiling: say it on stderr
         notice = ""
     budget = max_chars - len(notice) if max_chars is not None else None
-    request = Request(query=query, files=tuple(scoped), all=all_records, max_chars=budget)
+    renames = _renames(path.parent.parent, ledger_outline.scopes) if scoped else {}
+    request = Request(
+        query=query, files=tuple(scoped), all=all_records, max_chars=budget, renames=tuple(sorted(renames.items()))
+    )
     return Briefing(notice + select_outline(ledger_outline, settings, request, meta), notes, latest)
+
+
+def _renames(root: Path, scopes: dict[str, list[str]]) -> dict[str, str]:
+    """Recorded scopes whose paths git renamed since, with where they went; {} when git cannot say."""
+    from docket_git.history import renames
+
+    try:
+        return renames.renamed_scopes(root, scopes)
+    except Exception:  # following renames is a refinement: never cost the agent its briefing
+        return {}
 
 
 def read_outline(path: Path, snapshot: store.Snapshot | None = None) -> tuple[Outline, str]:
@@ -283,7 +296,7 @@ def _baseline(
     root = store.find_repo_root(ledger.parent)
     if root is None:
         return None
-    from docket_git.history import renumbering as history
+    from docket_git.history import baseline as history
 
     relpath = ledger.resolve().relative_to(root.resolve()).as_posix()
     try:

@@ -12,7 +12,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from docket_git.ledger.store import LedgerError
+from docket_git.errors import LedgerError
 
 CONFIG_NAME = "config.toml"
 

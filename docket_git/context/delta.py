@@ -9,7 +9,6 @@ baseline IDs to current ones.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -20,7 +19,7 @@ from docket_git.context.select import blocking_chains, chain_text
 from docket_git.ledger import model
 from docket_git.ledger.project import Derived, derive, is_available, project, view
 
-DIGEST_RE = re.compile(r"^[0-9a-fA-F]{8,64}$")
+DIGEST_RE = model.DIGEST_RE
 
 
 @dataclass
@@ -35,10 +34,7 @@ class Delta:
     chains: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
-def parse_since(value: str) -> tuple[str, str | None]:
-    """``ID`` or ``ID@DIGEST`` -> (ID, digest or None)."""
-    rid, sep, digest = value.strip().partition("@")
-    return rid, (digest if sep else None)
+parse_since = model.split_ref
 
 
 def resolve_baseline(snapshot, value: str) -> list[dict] | None:

@@ -19,17 +19,15 @@ trusted over the file, and losing it costs only time.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import marshal
-import os
 import sys
 from array import array
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from docket_git.ledger import canonical
+from docket_git.ledger import cachefile, canonical, jsonl
 from docket_git.ledger.project import Derived, derive, settle
 
 CACHE_VERSION = 2
@@ -270,10 +268,7 @@ class Outline:
 
 
 def _cache_file(path: Path, kind: str) -> Path:
-    from platformdirs import user_cache_dir
-
-    key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:32]
-    return Path(user_cache_dir("docket-git")) / "outline" / f"{key}.{kind}"
+    return cachefile.cache_path("outline", cachefile.ledger_key(path), kind)
 
 
 def records_end(data: bytes, valid_length: int) -> int:
@@ -293,18 +288,8 @@ def _new_lines(data: bytes, start: int, stop: int, parsed: Parsed | None = None)
         first, records, ends = parsed
         if first == start and (ends[-1] if ends else start) == stop:
             return records, ends
-    lines = data[start:stop].split(b"\n")
-    if lines and not lines[-1]:
-        lines.pop()
-    keep: list[bytes] = []
-    ends: list[int] = []
-    pos = start
-    for line in lines:
-        pos += len(line) + 1
-        if line.strip():
-            keep.append(line)
-            ends.append(min(pos, stop))  # the last line may lack its newline
-    records = json.loads(b"[" + b",".join(keep) + b"]") if keep else []
+    keep, ends = jsonl.whole_lines(data, start, stop)
+    records = json.loads(b"[" + b",".join(keep) + b"]") if keep else []  # validated lines: never None
     return records, ends
 
 
@@ -425,13 +410,4 @@ def _read(path: Path, kind: str, data: bytes, end: int, revision: str) -> tuple[
 def _write(path: Path, kind: str, end: int, revision: str, payload: bytes) -> None:
     header = marshal.dumps({"version": _FORMAT, "path": str(path.resolve()), "length": end, "digest": revision})
     target = _cache_file(path, kind)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as handle:
-            handle.write(len(header).to_bytes(4, "little"))
-            handle.write(header)
-            handle.write(payload)
-        os.replace(tmp, target)
-    except OSError:
-        pass  # the cache is an optimisation; never fail a command over it
+    cachefile.write(target, len(header).to_bytes(4, "little"), header, payload)

@@ -52,23 +52,40 @@ def strength(files: list[str], scope: str, weights: dict[str, int]) -> int:
     return best
 
 
-def scope_points(scopes: dict[str, list[str]], files: list[str], weights: dict[str, int]) -> dict[str, int]:
+def scope_points(
+    scopes: dict[str, list[str]],
+    files: list[str],
+    weights: dict[str, int],
+    renames: dict[str, str] | None = None,
+    via_rename: set[str] | None = None,
+) -> dict[str, int]:
     """Record ID -> scope component for the given task files: the best of the record's scopes.
 
     ``scopes`` maps each scope string as recorded to the records carrying it,
     so each distinct scope is matched once however many records share it.
+    ``renames`` maps a scope whose path no longer exists to the path git says
+    it was renamed to; records whose best match came through one are added
+    to ``via_rename``.
     """
     norm_files = list(dict.fromkeys(normalize(f) for f in files if f))
     out: dict[str, int] = {}
     if not norm_files:
         return out
     get = out.get
+    renamed: dict[str, int] = {}
     for raw, holders in scopes.items():
         value = strength(norm_files, normalize(raw), weights)
+        if not value and renames and raw in renames:
+            value = strength(norm_files, normalize(renames[raw]), weights)
+            if value:
+                for rid in holders:
+                    renamed[rid] = max(renamed.get(rid, 0), value)
         if value:
             for rid in holders:
                 if get(rid, 0) < value:
                     out[rid] = value
+    if via_rename is not None:
+        via_rename.update(rid for rid, value in renamed.items() if out[rid] == value)
     return out
 
 

@@ -32,10 +32,17 @@ class Score:
     pinned: int = 0
     #: A task hit matched the task's files (scope) or its query (text points).
     hit: bool = False
+    #: The scope matched through the path git says the recorded one was renamed to.
+    renamed: bool = False
 
     def parts(self) -> str:
-        """The non-zero components, e.g. ``scope=700, recency=100``."""
-        return ", ".join(f"{name}={getattr(self, name)}" for name in COMPONENTS if getattr(self, name))
+        """The non-zero components, e.g. ``scope=700, recency=100`` (``scope=1000 via rename``)."""
+        out = []
+        for name in COMPONENTS:
+            value = getattr(self, name)
+            if value:
+                out.append(f"{name}={value} via rename" if name == "scope" and self.renamed else f"{name}={value}")
+        return ", ".join(out)
 
 
 def _fields(record: dict) -> str:
@@ -120,13 +127,21 @@ class Scoring:
     """Scores of the current records of an outline: totals up front, parts on demand."""
 
     def __init__(
-        self, outline: Outline, weights: dict[str, int], *, files: list[str] | None = None, query: str = ""
+        self,
+        outline: Outline,
+        weights: dict[str, int],
+        *,
+        files: list[str] | None = None,
+        query: str = "",
+        renames: dict[str, str] | None = None,
     ) -> None:
         self.weights = weights
         pos = outline.pos
         #: Current record -> its 0-based position in the whole history.
         self.position: dict[str, int] = {rid: pos[rid] for rid in outline.live}
-        self.scope = scoping.scope_points(outline.scopes, files or [], weights)
+        #: Records whose scope matched only through a renamed path.
+        self.renamed: set[str] = set()
+        self.scope = scoping.scope_points(outline.scopes, files or [], weights, renames, self.renamed)
         if query.strip():
             self.points = record_points(outline.many(outline.live), query)
         else:
@@ -164,7 +179,9 @@ class Scoring:
             r = w["recency"] * self.position[rid] // self.span
             d = w["degree"] * min(self.degrees.get(rid, 0), w["degree_cap"])
             pin = w["pinned"] if rid in self.pinned else 0
-            score = self._parts[rid] = Score(s + t + r + d + pin, s, t, r, d, pin, hit=s > 0 or p > 0)
+            score = self._parts[rid] = Score(
+                s + t + r + d + pin, s, t, r, d, pin, hit=s > 0 or p > 0, renamed=rid in self.renamed
+            )
         return score
 
     def get(self, rid: str) -> Score | None:

@@ -43,6 +43,8 @@ class Request:
     files: tuple[str, ...] = ()
     all: bool = False
     max_chars: int | None = None
+    #: Scope as recorded -> the path it was renamed to (for scopes whose path no longer exists).
+    renames: tuple[tuple[str, str], ...] = ()
 
 
 def check_max_chars(value: object, settings: Settings) -> int:
@@ -149,7 +151,9 @@ class _Selector:
         self._views: dict[str, dict] = {}
         self.files = list(request.files)
         self.query = request.query if request.query.strip() else ""
-        self.scores = Scoring(outline, settings["weights"], files=self.files, query=self.query)
+        self.scores = Scoring(
+            outline, settings["weights"], files=self.files, query=self.query, renames=dict(request.renames)
+        )
         self.task = bool(self.query or self.files) and not request.all
         self.mode = "all" if request.all else ("task" if self.task else "unscoped")
         # Descending score, then newer first: sort plain integers that carry the position.

@@ -8,7 +8,7 @@ it renumbered. From that:
 
 - the **alias table**: (old ID, the merged-in commit, its branch) -> the ID
   the merge gave it, one entry per record a merge took in (``aliases``);
-- ``baseline_from_digest`` / ``baseline_from_rev``: a baseline's records from
+- (in ``history.baseline``) ``baseline_from_digest`` / ``baseline_from_rev``: a baseline's records from
   the ledger version it was taken on, and ``match_into`` to find them in the
   current ledger by the ID-blind content key the merge uses;
 - ``History.origin``: the commit that added a record and the merges that
@@ -31,17 +31,16 @@ merged in turn into the result so far.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
 import tomllib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from docket_git.ledger import canonical, model
-from docket_git.ledger.store import LEDGER_DIR, LEDGER_NAME, LedgerError
+from docket_git.errors import LedgerError
+from docket_git.ledger import cachefile, canonical, jsonl, model
+from docket_git.ledger.store import LEDGER_DIR, LEDGER_NAME
 from docket_git.merging import rebase
 from docket_git.merging.rebase import RawLedger
 from docket_git.repo import gitio
@@ -49,7 +48,6 @@ from docket_git.repo import gitio
 DEFAULT_SEARCH_LIMIT = 2000
 CACHE_VERSION = 1
 LEDGER_RELPATH = f"{LEDGER_DIR}/{LEDGER_NAME}"
-_REF_RE = re.compile(r"^([cdq](?:0|[1-9][0-9]*))(?:@([0-9a-fA-F]{8,64}))?$")
 _MERGE_SUBJECTS = (
     re.compile(r"^Merge (?:remote-tracking )?branch '([^']+)'"),
     re.compile(r"^Merge pull request #\d+ from [^/\s]+/(\S+)"),
@@ -80,13 +78,7 @@ class Alias:
         return self.old != self.new
 
 
-def parse_ref(arg: str) -> tuple[str, str | None]:
-    """Split ``ID`` or ``ID@DIGEST`` into (ID, lower-case digest or None); ValueError if malformed."""
-    found = _REF_RE.match(arg.strip())
-    if not found:
-        raise ValueError(f"{arg!r} is not an ID or ID@DIGEST (e.g. c12 or c12@7f3a9c21e0b4)")
-    digest = found.group(2)
-    return found.group(1), digest.lower() if digest else None
+parse_ref = model.parse_ref
 
 
 def search_limit(repo_root: Path) -> int:
@@ -102,9 +94,8 @@ def search_limit(repo_root: Path) -> int:
 
 def _bulk(lines: Sequence[bytes]) -> list[dict]:
     """Parse ledger lines at once; a historical version's unreadable lines are left out."""
-    try:
-        return json.loads(b"[" + b",".join(lines) + b"]")
-    except ValueError:
+    records = jsonl.decode_many(lines)
+    if records is None:
         out = []
         for line in lines:
             try:
@@ -114,6 +105,7 @@ def _bulk(lines: Sequence[bytes]) -> list[dict]:
             if isinstance(record, dict) and model.is_id(record.get("id")):
                 out.append(record)
         return out
+    return records
 
 
 def _by_old(aliases: list[Alias]) -> dict[str, list[Alias]]:
@@ -124,10 +116,7 @@ def _by_old(aliases: list[Alias]) -> dict[str, list[Alias]]:
 
 
 def _cache_path(key: str) -> Path:
-    from platformdirs import user_cache_dir
-
-    name = hashlib.sha256(key.encode()).hexdigest()[:32]
-    return Path(user_cache_dir("docket-git")) / "history" / f"{name}.json"
+    return cachefile.cache_path("history", key, "json")
 
 
 class History:
@@ -165,13 +154,7 @@ class History:
         self.graph.close()
         if not self._dirty:
             return
-        try:
-            self._cache_file.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self._cache_file.with_name(f"{self._cache_file.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(self._cache, separators=(",", ":")))
-            os.replace(tmp, self._cache_file)
-        except OSError:
-            pass
+        cachefile.write(self._cache_file, json.dumps(self._cache, separators=(",", ":")).encode())
         self._dirty = False
 
     # -- commits and blobs --------------------------------------------------------------
@@ -500,51 +483,6 @@ class History:
         return added, [], boundary
 
 
-# -- functions for the briefing (``docket context --since``) -----------------------------------
-
-
-def _open(repo_root: Path, ledger_relpath: str, limit: int | None) -> History | None:
-    try:
-        history = History(Path(repo_root), ledger_relpath, limit)
-        history.head  # noqa: B018 - raises when there are no commits
-    except HistoryUnavailable:
-        return None
-    return history
-
-
-def baseline_from_digest(
-    repo_root: Path, ledger_relpath: str, record_id: str, digest12: str, search_limit: int | None = None
-) -> tuple[list[dict], str] | None:
-    """(the records up to and including record_id, the commit) of the newest ledger version whose
-    prefix digest at record_id starts with digest12; None when no version within the limit has it.
-
-    ``search_limit`` None reads ``history.search_limit`` from ``.docket/config.toml`` (default 2000).
-    """
-    history = _open(repo_root, ledger_relpath, search_limit)
-    if history is None:
-        return None
-    try:
-        found = history.find_digest(record_id, digest12.lower())
-        if found is None:
-            return None
-        commit, blob, index = found
-        return _bulk(history.ledger(blob).lines[: index + 1]), commit
-    finally:
-        history.save()
-
-
-def baseline_from_rev(repo_root: Path, rev: str, ledger_relpath: str = LEDGER_RELPATH) -> tuple[list[dict], str] | None:
-    """(every record of the ledger at a commit-ish, the commit ID); None when rev names no commit."""
-    history = _open(repo_root, ledger_relpath, None)
-    if history is None:
-        return None
-    try:
-        commit = history.graph.resolve(rev)
-        return None if commit is None else (history.records_at(commit), commit)
-    finally:
-        history.save()
-
-
 def match_into(baseline_records: Sequence[dict], current_records: Sequence[dict]) -> dict[str, str]:
     """baseline ID -> current ID for each baseline record the current ledger still holds.
 
@@ -555,30 +493,6 @@ def match_into(baseline_records: Sequence[dict], current_records: Sequence[dict]
     mapping = {r["id"]: r["id"] for r in baseline_records[:shared]}
     mapping.update(rebase.match(baseline_records[shared:], current_records[shared:], mapping))
     return mapping
-
-
-def added_since(baseline_records: Sequence[dict], current_records: Sequence[dict]) -> list[dict]:
-    """The current records no baseline record matches: what was added since the baseline."""
-    seen = set(match_into(baseline_records, current_records).values())
-    return [r for r in current_records if r["id"] not in seen]
-
-
-def delta_id_map(baseline_records: Sequence[dict], current_records: Sequence[dict]) -> dict[str, str]:
-    """``match_into`` covering every baseline ID: one the current ledger no longer holds maps to "".
-
-    For a delta that maps unknown IDs to themselves: an unmatched baseline ID
-    must not pass for the different current record that now has that ID.
-    """
-    found = match_into(baseline_records, current_records)
-    return {r["id"]: found.get(r["id"], "") for r in baseline_records}
-
-
-def translate_delta_ids(ids: Sequence[str], mapping: dict[str, str]) -> list[str]:
-    """Baseline IDs in current IDs (IDs the current ledger no longer holds are left out)."""
-    return [mapping[i] for i in ids if i in mapping]
-
-
-# -- resolving an old ID ----------------------------------------------------------------------
 
 
 @dataclass

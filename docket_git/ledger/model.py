@@ -95,6 +95,24 @@ ID_RE = re.compile(r"^[cdq](0|[1-9][0-9]*)$")
 ID_TOKEN_RE = re.compile(r"(?<![\w.@-])([cdq])([1-9][0-9]*)(?![\w-])")
 
 
+#: A baseline digest: 8 to 64 hex digits of the SHA-256 of the ledger up to a record's line.
+DIGEST_RE = re.compile(r"^[0-9a-fA-F]{8,64}$")
+
+
+def split_ref(value: str) -> tuple[str, str | None]:
+    """``ID`` or ``ID@DIGEST`` -> (ID, digest as given, or None); nothing is checked."""
+    rid, sep, digest = value.strip().partition("@")
+    return rid, (digest if sep else None)
+
+
+def parse_ref(value: str) -> tuple[str, str | None]:
+    """``ID`` or ``ID@DIGEST`` -> (ID, lower-case digest or None); ValueError if either part is malformed."""
+    rid, digest = split_ref(value)
+    if not is_id(rid) or (digest is not None and not DIGEST_RE.match(digest)):
+        raise ValueError(f"{value!r} is not an ID or ID@DIGEST (e.g. c12 or c12@7f3a9c21e0b4)")
+    return rid, digest.lower() if digest else None
+
+
 def is_id(value: object) -> bool:
     """True when value is a well-formed record ID such as ``c12``."""
     return isinstance(value, str) and ID_RE.match(value) is not None

@@ -1,4 +1,4 @@
-"""Building new records: provenance, scope normalisation, evidence, batches."""
+"""Building new records: provenance, scope normalisation, evidence, batches, ID allocation."""
 
 from __future__ import annotations
 
@@ -8,14 +8,9 @@ import posixpath
 from datetime import UTC, datetime
 from pathlib import Path
 
+from docket_git.errors import LedgerError, UsageError
 from docket_git.ledger import model
-from docket_git.ledger.store import LedgerError
-
-
-class UsageError(LedgerError):
-    """Bad command-line input; exit 2."""
-
-    exit_code = 2
+from docket_git.ledger.validate import Index, Invalid, check_line, check_new
 
 
 def split_ids(values: list[str] | None) -> list[str]:
@@ -160,4 +155,63 @@ def hints(record: dict) -> list[str]:
         out.append(f"{rid}: no --rationale: say why, when the text does not")
     if not record.get("cost_if_wrong") and record["kind"] != "question":
         out.append(f"{rid}: no --cost: say what breaks if this turns out wrong")
+    return out
+
+
+# -- allocating IDs ------------------------------------------------------------
+
+
+BATCH_REF_FIELDS = model.FLAT_RELATIONS
+
+
+def _resolve_batch_refs(draft: dict, ids: list[str], position: int) -> None:
+    def resolve(ref: object) -> object:
+        if isinstance(ref, str) and ref.startswith("@"):
+            n = ref[1:]
+            if not n.isdigit() or not 1 <= int(n) < position:
+                raise Invalid("batch", f"{ref} names a record that is not earlier in this batch")
+            return ids[int(n) - 1]
+        return ref
+
+    for name in BATCH_REF_FIELDS:
+        if isinstance(draft.get(name), list):
+            draft[name] = [resolve(r) for r in draft[name]]
+    if isinstance(draft.get("supports"), list):
+        draft["supports"] = [
+            [resolve(r) for r in group] if isinstance(group, list) else group for group in draft["supports"]
+        ]
+
+
+def prepare(known: Index, drafts: list[dict]) -> list[dict]:
+    """Give drafts their IDs and validate them, in order, against the index of the ledger's records.
+
+    Each draft's ``kind`` picks its ID prefix; ``@N`` in relations names the
+    Nth draft. Raises ``LedgerError`` naming the record; changes nothing on disk.
+    """
+    index = Index(
+        max_seq=known.max_seq,
+        lines=dict(known.lines),
+        retired=set(known.retired),
+        count=known.count,
+    )
+    out: list[dict] = []
+    ids: list[str] = []
+    for position, draft in enumerate(drafts, start=1):
+        record = dict(draft)
+        where = f"batch line {position}: " if len(drafts) > 1 else ""
+        try:
+            _resolve_batch_refs(record, ids, position)
+            kind = record.get("kind")
+            if kind not in model.KINDS:
+                raise Invalid("record", "kind must be one of claim, decision, question")
+            record["id"] = index.next_id(kind)
+            record = model.ordered(record)
+            check_new(record)
+            check_line(record)
+            index.check(record)
+        except Invalid as exc:
+            raise LedgerError(f"{where}{exc.where}: {exc.message}") from None
+        index.add(record, 0)
+        ids.append(record["id"])
+        out.append(record)
     return out

@@ -12,9 +12,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import gc
 import hashlib
-import itertools
 import json
 import marshal
 import os
@@ -23,8 +21,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from docket_git.ledger import canonical, model
-from docket_git.ledger.validate import Index, Invalid, check_line, check_new, parse_line
+from docket_git.errors import LedgerError, NoLedger, notice
+from docket_git.ledger import cachefile, canonical, jsonl, model, recording
+from docket_git.ledger.validate import Index, Invalid, check_line, parse_line
 
 LEDGER_DIR = ".docket"
 LEDGER_NAME = "ledger.jsonl"
@@ -32,16 +31,6 @@ CACHE_VERSION = 3
 #: The cache is marshal data (several times faster to load than JSON at 100k IDs), whose
 #: format may change between Python versions: a cache is read only by the one that wrote it.
 _FORMAT = f"{CACHE_VERSION}/py{sys.version_info[0]}.{sys.version_info[1]}"
-
-
-class LedgerError(Exception):
-    """A ledger problem a user must fix; printed as ``docket: <message>``, exit 1."""
-
-    exit_code = 1
-
-
-class NoLedger(LedgerError):
-    """There is no ledger here and nowhere to create one."""
 
 
 NO_LEDGER = "no ledger here; run 'docket init' in a git repository"
@@ -114,10 +103,7 @@ def locked(path: Path, *, exclusive: bool) -> Iterator[None]:
 
 
 def _cache_file(path: Path) -> Path:
-    from platformdirs import user_cache_dir
-
-    key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:32]
-    return Path(user_cache_dir("docket-git")) / "prefix" / f"{key}.marshal"
+    return cachefile.cache_path("prefix", cachefile.ledger_key(path), "marshal")
 
 
 @dataclass
@@ -208,13 +194,7 @@ def _save_cache(path: Path, prefix_bytes: bytes, lines: int, index: Index) -> No
         "retired": index.retired_at,
         "checkpoints": checkpoints,
     }
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(marshal.dumps(payload))
-        os.replace(tmp, target)
-    except OSError:
-        pass  # the cache is an optimisation; never fail a command over it
+    cachefile.write(target, marshal.dumps(payload))
 
 
 # -- reading ------------------------------------------------------------------
@@ -277,39 +257,7 @@ def _segments(data: bytes, start: int, first_line: int) -> Iterator[tuple[int, i
         pos = end
 
 
-def _bulk_parse(lines: list[bytes]) -> list[dict] | None:
-    # One json.loads over the whole prefix is several times faster than one per line.
-    try:
-        return json.loads(b"[" + b",".join(lines) + b"]")
-    except ValueError:
-        return None
-
-
-def _prefix_lines(prefix: bytes) -> tuple[list[bytes], list[int]]:
-    """The non-blank lines of a prefix of whole lines, and the offset just past each."""
-    lines = prefix.split(b"\n")
-    lines.pop()  # the prefix ends with a newline: the last piece is empty
-    ends = list(itertools.accumulate(len(line) + 1 for line in lines))
-    if all(map(bytes.strip, lines)):
-        return lines, ends
-    keep = [i for i, line in enumerate(lines) if line.strip()]
-    return [lines[i] for i in keep], [ends[i] for i in keep]
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector: parsing builds millions of acyclic objects.
-
-    Left running, it would rescan them over and over (tripling the parse
-    time of a large ledger); reference counting still frees everything.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+gc_paused = jsonl.gc_paused
 
 
 def parse(path: Path, data: bytes, *, records: bool = True, use_cache: bool = True) -> Snapshot:
@@ -327,8 +275,8 @@ def _parse(path: Path, data: bytes, *, records: bool, use_cache: bool) -> Snapsh
     if cached:
         snap.hashed = (cached.length, cached.digest)
     if records and start:
-        prefix_lines, snap.ends = _prefix_lines(data[:start])
-        parsed = _bulk_parse(prefix_lines)
+        prefix_lines, snap.ends = jsonl.whole_lines(data, 0, start)
+        parsed = jsonl.decode_many(prefix_lines)
         snap.records = parsed if parsed is not None else [json.loads(x) for x in prefix_lines]
     valid_end = start
     grew = False
@@ -342,10 +290,9 @@ def _parse(path: Path, data: bytes, *, records: bool, use_cache: bool) -> Snapsh
         except ValueError as exc:
             if end == len(data) and not data.endswith(b"\n"):
                 snap.torn_line = number
-                print(
-                    f"docket: {path}: line {number}: skipped a torn final line "
-                    "(no newline, not JSON); the next append removes it",
-                    file=sys.stderr,
+                notice(
+                    f"{path}: line {number}: skipped a torn final line "
+                    "(no newline, not JSON); the next append removes it"
                 )
                 break
             raise LedgerError(f"line {number}: {exc}") from None
@@ -392,62 +339,6 @@ def read(path: Path | None, *, records: bool = True, lock: bool = True) -> Snaps
 # -- appending -----------------------------------------------------------------
 
 
-BATCH_REF_FIELDS = model.FLAT_RELATIONS
-
-
-def _resolve_batch_refs(draft: dict, ids: list[str], position: int) -> None:
-    def resolve(ref: object) -> object:
-        if isinstance(ref, str) and ref.startswith("@"):
-            n = ref[1:]
-            if not n.isdigit() or not 1 <= int(n) < position:
-                raise Invalid("batch", f"{ref} names a record that is not earlier in this batch")
-            return ids[int(n) - 1]
-        return ref
-
-    for name in BATCH_REF_FIELDS:
-        if isinstance(draft.get(name), list):
-            draft[name] = [resolve(r) for r in draft[name]]
-    if isinstance(draft.get("supports"), list):
-        draft["supports"] = [
-            [resolve(r) for r in group] if isinstance(group, list) else group for group in draft["supports"]
-        ]
-
-
-def prepare(snap: Snapshot, drafts: list[dict]) -> list[dict]:
-    """Give drafts their IDs and validate them, in order, against the snapshot's index.
-
-    Each draft's ``kind`` picks its ID prefix; ``@N`` in relations names the
-    Nth draft. Raises ``LedgerError`` naming the record; changes nothing on disk.
-    """
-    index = Index(
-        max_seq=snap.index.max_seq,
-        lines=dict(snap.index.lines),
-        retired=set(snap.index.retired),
-        count=snap.index.count,
-    )
-    out: list[dict] = []
-    ids: list[str] = []
-    for position, draft in enumerate(drafts, start=1):
-        record = dict(draft)
-        where = f"batch line {position}: " if len(drafts) > 1 else ""
-        try:
-            _resolve_batch_refs(record, ids, position)
-            kind = record.get("kind")
-            if kind not in model.KINDS:
-                raise Invalid("record", "kind must be one of claim, decision, question")
-            record["id"] = index.next_id(kind)
-            record = model.ordered(record)
-            check_new(record)
-            check_line(record)
-            index.check(record)
-        except Invalid as exc:
-            raise LedgerError(f"{where}{exc.where}: {exc.message}") from None
-        index.add(record, 0)
-        ids.append(record["id"])
-        out.append(record)
-    return out
-
-
 def append(path: Path, drafts: list[dict], *, dry_run: bool = False) -> list[dict]:
     """Allocate IDs, validate and append drafts all or nothing; return the records.
 
@@ -463,7 +354,7 @@ def append(path: Path, drafts: list[dict], *, dry_run: bool = False) -> list[dic
         except FileNotFoundError:
             data = b""
         snap = parse(path, data, records=False)
-        records = prepare(snap, drafts)
+        records = recording.prepare(snap.index, drafts)
         if dry_run:
             return records
         keep = snap.valid_length
@@ -502,22 +393,32 @@ def _write_at(path: Path, original: bytes, offset: int, payload: bytes) -> None:
         os.close(fd)
 
 
+def write_synced(path: Path, data: bytes) -> None:
+    """Write data to path (created or truncated) and fsync it before returning."""
+    with open(path, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename or a new file in directory durable (best effort: not every file system allows it)."""
+    with contextlib.suppress(OSError):
+        dir_fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
 def write_atomic(path: Path, data: bytes) -> None:
     """Replace path with data: temp file beside it, fsync, rename. All or nothing."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+        write_synced(tmp, data)
         os.replace(tmp, path)
     except OSError as exc:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise LedgerError(f"cannot write {path}: {exc.strerror}") from None
-    with contextlib.suppress(OSError):
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+    fsync_dir(path.parent)

@@ -1,11 +1,11 @@
-"""``docket show ID [--json]`` without Typer, for a record this ledger holds.
+"""Reading: ``docket show ID [--at ID|COMMIT] [--json]``, declared once for Typer and the light parser.
 
 Every briefing ends with "Retrieve full record: docket show RECORD_ID
 --json", so agents run this often. A plain call for an ID (or ``ID@DIGEST``)
 the ledger holds is answered from the cached outline: one parsed line and
 the cached projection, no Typer. Anything else (``--at``, ``-h``, an old ID a
-merge renumbered, a stale digest) returns None and the Typer command, which
-prints through the same ``print_view``, takes it.
+merge renumbered, a stale digest) goes to the Typer command built from the
+same declaration, which prints through the same ``print_view``.
 """
 
 from __future__ import annotations
@@ -14,8 +14,22 @@ import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from docket_git.ledger import project, store
+from docket_git.cli.spec import Arg, Command, Opt
+from docket_git.errors import LedgerError, guarded
+from docket_git.ledger import model, project, store
+
+COMMAND = Command(
+    "show",
+    "Show one record in full, with its derived state.",
+    "Read",
+    (Arg("record_id", "The record to show, e.g. d12 or d12@DIGEST; an old ID is followed.", "ID"),),
+    (
+        Opt("--at", "at", "Show it as history stood at record ID, or at a commit.", "ID|COMMIT", default=None),
+        Opt("--json", "as_json", "The projected record as JSON.", bare=True),
+    ),
+)
 
 #: IDs the outline could not show in this process, so the Typer command need not ask it again.
 declined: set[str] = set()
@@ -36,7 +50,7 @@ def from_outline(record_id: str, *, as_json: bool) -> bool:
         return False
     found, _ = read_outline(path)
     lines = found.records
-    plain, _, digest = record_id.partition("@")
+    plain, digest = model.split_ref(record_id)
     if plain not in found.pos or not isinstance(lines, Lines):
         return False
     if digest and not lines.prefix_digest(plain).startswith(digest.lower()):
@@ -87,19 +101,56 @@ def print_view(view: dict, by_id: Mapping[str, dict], *, as_json: bool) -> None:
     out.flush()
 
 
+def run(values: dict[str, Any]) -> None:
+    """Show a record: from the outline when it can, else from the validated ledger and history."""
+    record_id, at, as_json = values["record_id"], values["at"], values["as_json"]
+    if at is None and record_id not in declined and from_outline(record_id, as_json=as_json):
+        return
+    snap = store.read(store.find_ledger(Path.cwd()))
+    records = snap.records
+    if at is not None:
+        prefix = project.at(records, at)
+        if prefix is None:
+            if model.is_id(at):
+                raise LedgerError(f"unknown record {at}")
+            from docket_git.cli import history as history_cli
+
+            prefix, _ = history_cli.records_at(at)
+        records = prefix
+    views = project.project(records)
+    by_id = {v["id"]: v for v in views}
+    plain, digest = model.split_ref(record_id)
+    view = by_id.get(plain)
+    if at is not None and view is None:
+        raise LedgerError(f"no entry {plain} at {at}")
+    if view is None and not model.is_id(plain):
+        raise LedgerError(f"no entry {record_id}")
+    stale = (
+        bool(digest) and view is not None and not snap.prefix_digest(snap.position(plain)).startswith(digest.lower())
+    )
+    if at is None and (view is None or stale):
+        # An ID this ledger does not hold (as given): history knows where a merge moved it.
+        from docket_git.cli import history as history_cli
+
+        view = by_id.get(history_cli.current_id(record_id, snap))
+        if view is None:
+            raise LedgerError(f"no entry {record_id}")
+    print_view(view, by_id, as_json=as_json)
+
+
 def fast_main(args: list[str]) -> int | None:
-    """Run ``docket show ID [--json]`` for a record this ledger holds; None to hand the call to Typer."""
-    as_json = "--json" in args
-    rest = [a for a in args if a != "--json"]
-    if len(rest) != 1 or rest[0].startswith("-"):
+    """Run a plain ``docket show ID [--json]`` for a record this ledger holds; None to hand it to Typer."""
+    values = COMMAND.parse(args)
+    if values is None or values["at"] is not None:
         return None
-    try:
-        if from_outline(rest[0], as_json=as_json):
-            return 0
-        declined.add(rest[0])
-        return None
-    except store.LedgerError as exc:
-        print(f"docket: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except BrokenPipeError:
-        return 0
+    shown: list[bool] = []
+    code = guarded(lambda: shown.append(from_outline(values["record_id"], as_json=values["as_json"])))
+    if code or shown == [True]:
+        return code
+    declined.add(values["record_id"])
+    return None
+
+
+def register(app: Any) -> None:
+    """Add ``docket show`` to the Typer app."""
+    COMMAND.register(app, run)

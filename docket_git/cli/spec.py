@@ -1,0 +1,171 @@
+"""One declaration per command, two parsers built from it: Typer's and a light one.
+
+Git and agents start the hot commands (recording, ``context``, ``show``) many
+times a day, and importing Typer costs them a tenth of a second before they
+start. So a hot command is declared once, as a ``Command`` of ``Arg`` and
+``Opt`` values, and:
+
+- ``Command.parse`` is a strict Typer-free parser for the plain forms; anything
+  it does not take for certain (``--help``, an unknown or abbreviated option, a
+  missing value, a value that looks like an option) returns None, and the
+  caller hands the arguments to Typer;
+- ``Command.register`` builds the Typer command (help, usage errors,
+  completion) from the same declaration, calling the same executor.
+
+Nothing here imports Typer at module level.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Opt:
+    """An option: ``--flag VALUE`` (repeatable or not), a bare ``--flag``, or ``--flag/--no-flag``."""
+
+    flag: str
+    dest: str
+    help: str
+    metavar: str = "TEXT"
+    repeat: bool = False
+    bare: bool = False
+    negative: str = ""  # ``--no-x`` for a tri-state flag whose default is None
+    required: bool = False
+    default: Any = ""
+    integer: bool = False
+
+    def initial(self) -> Any:
+        """The value the executor sees when the option is not given."""
+        if self.repeat:
+            return []
+        if self.bare:
+            return False
+        return self.default
+
+
+@dataclass(frozen=True)
+class Arg:
+    """A positional argument; required unless it has a default."""
+
+    dest: str
+    help: str
+    metavar: str = ""  # "" shows the argument's name
+    default: Any = inspect.Parameter.empty
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command's name, help, panel, arguments and options, in the order ``--help`` lists them."""
+
+    name: str
+    help: str
+    panel: str
+    args: tuple[Arg, ...] = ()
+    options: tuple[Opt, ...] = ()
+    table: dict[str, tuple[Opt, bool]] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for opt in self.options:
+            self.table[opt.flag] = (opt, True)
+            if opt.negative:
+                self.table[opt.negative] = (opt, False)
+
+    def parse(self, argv: list[str]) -> dict[str, Any] | None:
+        """The values of a plain invocation, keyed by dest; None for anything Typer should see."""
+        values: dict[str, Any] = {opt.dest: opt.initial() for opt in self.options}
+        positional: list[str] = []
+        seen: set[str] = set()
+        i = 0
+        while i < len(argv):
+            arg = argv[i]
+            i += 1
+            if not arg.startswith("-") or arg == "-":
+                positional.append(arg)
+                continue
+            flag, eq, inline = arg.partition("=")
+            entry = self.table.get(flag)
+            if entry is None:
+                return None  # --help, -h, --, an unknown or abbreviated option
+            opt, positive = entry
+            if opt.bare or opt.negative:
+                if eq:
+                    return None
+                values[opt.dest] = positive
+                continue
+            if eq:
+                value = inline
+            elif i < len(argv) and not (argv[i].startswith("-") and argv[i] != "-"):
+                value, i = argv[i], i + 1
+            else:
+                return None  # the value is missing, or looks like an option: Typer says which
+            if opt.integer:
+                text = value.strip()
+                digits = text[1:] if text[:1] in "+-" else text
+                if not digits.isdigit() or not digits.isascii():
+                    return None
+                value = int(text)
+            if opt.repeat:
+                values[opt.dest].append(value)
+            else:
+                values[opt.dest] = value
+            seen.add(opt.flag)
+        if len(positional) > len(self.args):
+            return None
+        for position, arg_spec in enumerate(self.args):
+            if position < len(positional):
+                values[arg_spec.dest] = positional[position]
+            elif arg_spec.default is inspect.Parameter.empty:
+                return None
+            else:
+                values[arg_spec.dest] = arg_spec.default
+        if any(opt.required and opt.flag not in seen for opt in self.options):
+            return None
+        return values
+
+    def register(self, app: Any, run: Callable[[dict[str, Any]], None]) -> None:
+        """Add this command to a Typer app; it calls ``run`` with the same values ``parse`` gives."""
+        import typer
+
+        params = []
+        annotations: dict[str, Any] = {}
+        for arg_spec in self.args:
+            default = ... if arg_spec.default is inspect.Parameter.empty else arg_spec.default
+            shown = arg_spec.default is not inspect.Parameter.empty
+            info = typer.Argument(default, metavar=arg_spec.metavar or None, help=arg_spec.help, show_default=shown)
+            params.append(inspect.Parameter(arg_spec.dest, inspect.Parameter.KEYWORD_ONLY, default=info))
+            annotations[arg_spec.dest] = str
+        for opt in self.options:
+            if opt.repeat:
+                kind: Any = list[str] | None
+                info = typer.Option(None, opt.flag, metavar=opt.metavar, help=opt.help, show_default=False)
+            elif opt.negative:
+                kind = bool | None
+                info = typer.Option(None, f"{opt.flag}/{opt.negative}", help=opt.help, show_default=False)
+            elif opt.bare:
+                kind = bool
+                info = typer.Option(False, opt.flag, help=opt.help, show_default=False)
+            else:
+                base: Any = int if opt.integer else str
+                kind = base | None if opt.default is None else base
+                default = ... if opt.required else opt.default
+                info = typer.Option(
+                    default, opt.flag, metavar=opt.metavar, help=opt.help, show_default=bool(opt.default)
+                )
+            params.append(inspect.Parameter(opt.dest, inspect.Parameter.KEYWORD_ONLY, default=info))
+            annotations[opt.dest] = kind
+
+        def command(**values: Any) -> None:
+            for opt in self.options:
+                if opt.repeat and values.get(opt.dest) is None:
+                    values[opt.dest] = []
+            run(values)
+
+        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        command.__annotations__ = annotations
+        command.__name__ = self.name.replace("-", "_")
+        command.__doc__ = self.help
+        app.command(self.name, rich_help_panel=self.panel)(command)

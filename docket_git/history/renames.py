@@ -1,0 +1,140 @@
+"""Scopes that follow renames: a record scoped to a moved file still governs it.
+
+A record's scope names a path as it was when the record was written. When
+that path no longer exists, git's rename detection over the commits that
+reached HEAD says where the file went (``git log -M --diff-filter=R``); chains
+of renames are followed to the path that exists now. A directory scope
+follows when every file git moved out of it landed in one new directory.
+
+Computed once per HEAD and kept in the user cache dir; never written into
+the repository. Outside a repository, or when git cannot say: no renames.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from docket_git.ledger import cachefile
+from docket_git.repo import gitio
+
+#: How many commits back rename detection looks (the newest ones).
+MAX_COMMITS = 2000
+CACHE_VERSION = 1
+
+
+def _log_renames(work: Path) -> list[tuple[str, str]]:
+    """Every (old, new) rename in HEAD's history, oldest first."""
+    out = gitio.run_git(
+        work, "log", "--reverse", "-M", "--diff-filter=R", "--name-status", "--format=", "-z",
+        f"--max-count={MAX_COMMITS}", "HEAD", "--",
+    )  # fmt: skip
+    if not out:
+        return []
+    fields = [os.fsdecode(f) for f in out.split(b"\0")]
+    pairs = []
+    i = 0
+    while i + 2 < len(fields):
+        status = fields[i].strip()
+        if status.startswith("R"):
+            pairs.append((fields[i + 1], fields[i + 2]))
+            i += 3
+        else:  # another status (not asked for, but never misread the stream): one path follows
+            i += 2
+    return pairs
+
+
+def chain(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """old path -> the path it has after every later rename, for renames applied in order."""
+    now: dict[str, str] = {}
+    holders: dict[str, list[str]] = {}  # current path -> old paths that lead to it
+    for old, new in pairs:
+        moved = holders.pop(old, [])
+        moved.append(old)
+        for key in moved:
+            now[key] = new
+        holders.setdefault(new, []).extend(moved)
+    return {old: new for old, new in now.items() if old != new}
+
+
+def _head_renames(work: Path) -> list[tuple[str, str]]:
+    """The renames of HEAD's history, oldest first, from the cache when HEAD is unchanged."""
+    head = gitio.run_git(work, "rev-parse", "HEAD")
+    if head is None:
+        return []
+    key = head.strip().decode()
+    target = cachefile.cache_path("renames", cachefile.ledger_key(work), "json")
+    raw = cachefile.read(target)
+    if raw is not None:
+        try:
+            cached = json.loads(raw)
+            if cached.get("version") == CACHE_VERSION and cached.get("head") == key:
+                return [(old, new) for old, new in cached["renames"]]
+        except (ValueError, AttributeError, TypeError, KeyError):
+            pass
+    pairs = _log_renames(work)
+    cachefile.write(target, json.dumps({"version": CACHE_VERSION, "head": key, "renames": pairs}).encode())
+    return pairs
+
+
+def _directory_target(directory: str, pairs: list[tuple[str, str]]) -> str | None:
+    """Where a vanished directory went: the one directory every file moved out of it went to.
+
+    Followed hop by hop: ``a/`` -> ``b/`` -> ``c/`` when each move took the
+    directory's files along whole; a file renamed within the new directory
+    later does not change where the directory went.
+    """
+    seen: set[str] = set()
+    while directory not in seen:
+        seen.add(directory)
+        targets = set()
+        for old, new in pairs:
+            if old.startswith(directory) and not new.startswith(directory):
+                rest = old[len(directory) :]
+                if not new.endswith("/" + rest):
+                    return None  # a file left for another name: the directory did not simply move
+                targets.add(new[: len(new) - len(rest)])
+        if len(targets) != 1:
+            return directory if len(seen) > 1 else None
+        directory = targets.pop()
+    return directory
+
+
+def renamed_scopes(root: Path, scopes: Iterable[str]) -> dict[str, str]:
+    """Scope as recorded -> the path it names now, for path scopes that no longer exist but were renamed.
+
+    ``root`` is the directory holding ``.docket/``; scopes are relative to it.
+    Globs and component names are left alone.
+    """
+    missing = []
+    for scope in scopes:
+        if "/" not in scope or any(c in scope for c in "*?[") or scope.startswith("/") or ".." in scope.split("/"):
+            continue
+        if not os.path.lexists(root / scope.rstrip("/")):
+            missing.append(scope)
+    if not missing:
+        return {}
+    work = gitio.work_tree_of(root)
+    if work is None:
+        return {}
+    try:
+        prefix = root.resolve().relative_to(work).as_posix()
+    except ValueError:
+        return {}
+    prefix = "" if prefix == "." else prefix + "/"
+    pairs = _head_renames(work)
+    if not pairs:
+        return {}
+    renames = chain(pairs)
+    found: dict[str, str] = {}
+    for scope in missing:
+        path = prefix + scope
+        target = _directory_target(path, pairs) if scope.endswith("/") else renames.get(path)
+        if target is None or not target.startswith(prefix):
+            continue
+        relative = target[len(prefix) :]
+        if os.path.lexists(root / relative.rstrip("/")):
+            found[scope] = relative
+    return found
