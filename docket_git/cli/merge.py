@@ -37,8 +37,8 @@ def rebase_command(
     path = store.find_ledger(Path.cwd())
     if path is None:
         fail(store.NO_LEDGER)
-    with store.locked(path, exclusive=not dry_run):
-        data = path.read_bytes()
+    with store.locked(path, exclusive=not dry_run) as fd:
+        data = store.current_bytes(path, fd)
         ours = store.parse(path, data)
         try:
             theirs = store.parse(other_path, other_path.read_bytes(), use_cache=False)

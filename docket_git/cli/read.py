@@ -152,7 +152,12 @@ def check(
         typer.echo(f"docket: no ledger at {_where_path()}")
         return
     try:
-        data = path.read_bytes()
+        with store.locked(path, exclusive=False) as fd:
+            data = store.current_bytes(path, fd)
+    except FileNotFoundError:
+        data = b""
+    except store.LedgerError:
+        raise
     except OSError as exc:
         fail(f"cannot read {path}: {exc.strerror}")
     raise typer.Exit(check_bytes(path, data))

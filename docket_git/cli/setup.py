@@ -40,8 +40,7 @@ def init(
     if root is None:
         fail("not in a git repository; run 'git init' first, then 'docket init'")
     ledger = root / store.LEDGER_DIR / store.LEDGER_NAME
-    ledger.parent.mkdir(exist_ok=True)
-    ledger.touch()
+    store.create(ledger)
     typer.echo(f"docket: created {ledger}")
     _gitignore(ledger.parent)
     _wire(root, hooks=not no_git_hooks)
@@ -49,26 +48,11 @@ def init(
         install_agents(agents, user=user)
 
 
-#: Files docket keeps beside the ledger that never belong in a commit: lock files, and the
-#: half-written new ledger of an interrupted `docket migrate`.
-IGNORED = ("*.lock", "*.migrating")
-
-
 def _gitignore(directory: Path) -> None:
-    """Create .docket/.gitignore, or add the patterns an older one lacks; other lines stay."""
-    ignore = directory / ".gitignore"
-    try:
-        text = ignore.read_text()
-    except FileNotFoundError:
-        ignore.write_text("".join(f"{p}\n" for p in IGNORED))
-        typer.echo(f"docket: created {ignore}")
-        return
-    present = {line.strip() for line in text.splitlines()}
-    missing = [p for p in IGNORED if p not in present]
-    if missing:
-        lead = "" if not text or text.endswith("\n") else "\n"
-        ignore.write_text(text + lead + "".join(f"{p}\n" for p in missing))
-        typer.echo(f"docket: added {', '.join(missing)} to {ignore}")
+    """Create .docket/.gitignore, or add the patterns an older one lacks; say what changed."""
+    said = store.ensure_ignored(directory)
+    if said:
+        typer.echo(f"docket: {said}")
 
 
 def _wire(root: Path | None, *, hooks: bool) -> None:

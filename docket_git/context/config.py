@@ -95,10 +95,14 @@ def _cross_check(s: Settings) -> None:
 
 def load(path: Path) -> Settings:
     """Settings from the TOML file at path (defaults when it does not exist)."""
+    from docket_git.repo import files
+
     try:
-        data = path.read_bytes()
+        data = files.read_bytes(path, path.parent.parent, files.SMALL_CAP)
     except FileNotFoundError:
         return defaults()
+    except files.UnsafePath as exc:
+        raise ConfigError(str(exc)) from None
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
     import tomllib
@@ -109,6 +113,8 @@ def load(path: Path) -> Settings:
         raise ConfigError(f"cannot read {path}: not UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"cannot read {path}: nested too deeply to be a docket config") from None
     return merge(raw)
 
 

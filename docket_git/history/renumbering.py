@@ -43,7 +43,7 @@ from docket_git.ledger import cachefile, canonical, jsonl, model
 from docket_git.ledger.store import LEDGER_DIR, LEDGER_NAME
 from docket_git.merging import rebase
 from docket_git.merging.rebase import RawLedger
-from docket_git.repo import gitio
+from docket_git.repo import files, gitio
 
 DEFAULT_SEARCH_LIMIT = 2000
 CACHE_VERSION = 1
@@ -83,11 +83,11 @@ parse_ref = model.parse_ref
 
 def search_limit(repo_root: Path) -> int:
     """``history.search_limit`` from ``.docket/config.toml``, else the default (2000)."""
+    root = Path(repo_root)
     try:
-        with open(Path(repo_root) / LEDGER_DIR / "config.toml", "rb") as handle:
-            config = tomllib.load(handle)
+        config = tomllib.loads(files.read_text(root / LEDGER_DIR / "config.toml", root))
         value = config.get("history", {}).get("search_limit", DEFAULT_SEARCH_LIMIT)
-    except (OSError, tomllib.TOMLDecodeError, AttributeError):
+    except (OSError, LedgerError, tomllib.TOMLDecodeError, AttributeError, RecursionError):
         return DEFAULT_SEARCH_LIMIT
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else DEFAULT_SEARCH_LIMIT
 
@@ -100,7 +100,7 @@ def _bulk(lines: Sequence[bytes]) -> list[dict]:
         for line in lines:
             try:
                 record = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             if isinstance(record, dict) and model.is_id(record.get("id")):
                 out.append(record)

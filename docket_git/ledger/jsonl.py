@@ -40,7 +40,7 @@ def decode_many(lines: Sequence[bytes]) -> list | None:
         return []
     try:
         return json.loads(b"[" + b",".join(lines) + b"]")
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 

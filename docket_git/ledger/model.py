@@ -90,13 +90,14 @@ PROSE_FIELDS: tuple[str, ...] = (
 )
 EVIDENCE_KEYS: frozenset[str] = frozenset({"ref", "checked_at", "commit"})
 
-ID_RE = re.compile(r"^[cdq](0|[1-9][0-9]*)$")
+#: At most 18 digits: a sequence number, never a number Python would refuse to convert.
+ID_RE = re.compile(r"^[cdq](0|[1-9][0-9]{0,17})\Z")
 #: An ID token inside prose: a kind letter and a number, not inside a word.
 ID_TOKEN_RE = re.compile(r"(?<![\w.@-])([cdq])([1-9][0-9]*)(?![\w-])")
 
 
 #: A baseline digest: 8 to 64 hex digits of the SHA-256 of the ledger up to a record's line.
-DIGEST_RE = re.compile(r"^[0-9a-fA-F]{8,64}$")
+DIGEST_RE = re.compile(r"^[0-9a-fA-F]{8,64}\Z")
 
 
 def split_ref(value: str) -> tuple[str, str | None]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import posixpath
 from datetime import UTC, datetime
@@ -10,7 +9,7 @@ from pathlib import Path
 
 from docket_git.errors import LedgerError, UsageError
 from docket_git.ledger import model
-from docket_git.ledger.validate import Index, Invalid, check_line, check_new
+from docket_git.ledger.validate import Index, Invalid, check_line, check_new, parse_line
 
 
 def split_ids(values: list[str] | None) -> list[str]:
@@ -90,9 +89,9 @@ def parse_evidence(value: str) -> dict:
     text = value.strip()
     if text.startswith("{"):
         try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"--evidence is not a valid JSON object: {exc.msg}") from None
+            obj = parse_line(text.encode())
+        except ValueError as exc:
+            raise UsageError(f"--evidence is not a valid JSON object: {exc}") from None
         if not isinstance(obj, dict):
             raise UsageError("--evidence JSON must be an object with a ref")
         return obj
@@ -122,10 +121,9 @@ def parse_batch(data: bytes, prov: dict) -> list[dict]:
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            reason = getattr(exc, "msg", "not UTF-8")
-            raise LedgerError(f"batch line {number}: invalid JSON: {reason}") from None
+            obj = parse_line(raw)
+        except ValueError as exc:
+            raise LedgerError(f"batch line {number}: {exc}") from None
         if not isinstance(obj, dict):
             raise LedgerError(f"batch line {number}: each JSONL line must be an object")
         if "id" in obj:

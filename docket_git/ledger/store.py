@@ -24,6 +24,7 @@ from pathlib import Path
 from docket_git.errors import LedgerError, NoLedger, notice
 from docket_git.ledger import cachefile, canonical, jsonl, model, recording
 from docket_git.ledger.validate import Index, Invalid, check_line, parse_line
+from docket_git.repo import files
 
 LEDGER_DIR = ".docket"
 LEDGER_NAME = "ledger.jsonl"
@@ -46,12 +47,17 @@ def _ancestors(start: Path) -> Iterator[Path]:
 
 
 def find_ledger(start: Path) -> Path | None:
-    """The nearest existing ``.docket/ledger.jsonl`` at or above start."""
+    """The nearest ``.docket/ledger.jsonl`` at or above start (whatever it is: reading it says if it is unsafe)."""
     for directory in _ancestors(start):
         candidate = directory / LEDGER_DIR / LEDGER_NAME
-        if candidate.is_file():
+        if os.path.lexists(candidate):
             return candidate
     return None
+
+
+def root_of(path: Path) -> Path:
+    """The directory holding the ledger's ``.docket/``: no link may stand between it and the ledger."""
+    return path.parent.parent
 
 
 def find_repo_root(start: Path) -> Path | None:
@@ -69,7 +75,7 @@ def locate(start: Path) -> Path:
         return found
     root = find_repo_root(start)
     for directory in _ancestors(start):
-        if (directory / LEDGER_DIR).is_dir():
+        if os.path.lexists(directory / LEDGER_DIR):
             return directory / LEDGER_DIR / LEDGER_NAME
         if directory == root:
             break
@@ -78,25 +84,139 @@ def locate(start: Path) -> Path:
     return root / LEDGER_DIR / LEDGER_NAME
 
 
+# -- creating -----------------------------------------------------------------
+
+#: Files docket keeps beside the ledger that never belong in a commit: lock files, and the
+#: half-written new ledger of an interrupted `docket migrate`.
+IGNORED = ("*.lock", "*.migrating")
+
+
+def create(path: Path) -> None:
+    """Create an empty ledger file (and ``.docket/``), never through a link."""
+    root = root_of(path)
+    files.check_dirs(path, root)
+    try:
+        path.parent.mkdir(exist_ok=True)
+        os.close(files.open_fd(path, os.O_WRONLY | os.O_CREAT, root))
+    except files.UnsafePath:
+        raise
+    except OSError as exc:
+        raise LedgerError(f"cannot create {path}: {exc.strerror}") from None
+
+
+def ensure_ignored(directory: Path) -> str | None:
+    """Create ``.docket/.gitignore`` or add the patterns it lacks (other lines stay); say what changed."""
+    ignore = directory / ".gitignore"
+    root = directory.parent
+    try:
+        text = files.read_text(ignore, root)
+    except FileNotFoundError:
+        files.write_replace(ignore, "".join(f"{p}\n" for p in IGNORED).encode(), root)
+        return f"created {ignore}"
+    present = {line.strip() for line in text.splitlines()}
+    missing = [p for p in IGNORED if p not in present]
+    if not missing:
+        return None
+    lead = "" if not text or text.endswith("\n") else "\n"
+    files.write_replace(ignore, (text + lead + "".join(f"{p}\n" for p in missing)).encode(), root)
+    return f"added {', '.join(missing)} to {ignore}"
+
+
 # -- locking ----------------------------------------------------------------
 
 
 @contextlib.contextmanager
-def locked(path: Path, *, exclusive: bool) -> Iterator[None]:
-    """Hold the ledger's lock file (shared for reads, exclusive for writes)."""
+def locked(path: Path, *, exclusive: bool) -> Iterator[int | None]:
+    """Hold the ledger's lock file (shared for reads, exclusive for writes); yield its descriptor.
+
+    The lock file is never followed through a link. A read in a directory it
+    cannot create the lock in (a read-only checkout) goes on unlocked
+    (yielding None); a write cannot.
+    """
     lock_path = path.with_name(path.name + ".lock")
     try:
-        handle = open(lock_path, "a")  # noqa: SIM115 - held for the block
-    except OSError:
+        fd = files.open_fd(lock_path, os.O_RDWR | os.O_CREAT, root_of(path))
+    except files.UnsafePath:
+        raise
+    except OSError as exc:
         if exclusive:
-            raise
-        yield  # a read-only checkout can still be read
+            raise LedgerError(f"cannot lock {lock_path}: {exc.strerror}") from None
+        yield None  # a read-only checkout can still be read
         return
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        yield
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield fd
     finally:
-        handle.close()
+        os.close(fd)
+
+
+# -- the batch journal -----------------------------------------------------------
+#
+# A batch of records is one write, but a process killed during that write
+# leaves some of its lines behind. So before a batch is written, the lock file
+# (ignored by git, held by the writer) records the ledger's length before the
+# batch, the length after it, the batch's digest and a digest of the 4 KB
+# before it; the record is cleared once the batch is fsynced. A reader or
+# writer that finds the record set, over a file that still ends the same way
+# before the batch, sees the batch as unfinished unless the file holds the
+# whole batch: readers ignore its lines, the next writer cuts them off. A file
+# rewritten since (a rebase, a checkout) no longer matches and the stale
+# record is ignored.
+
+_JOURNAL = b"docket-batch "
+
+
+def _journal(fd: int | None) -> tuple[int, int, str, str] | None:
+    """The batch recorded in the lock file: (length before, length after, digest, digest before), or None."""
+    if fd is None:
+        return None
+    try:
+        raw = os.pread(fd, 256, 0)
+    except OSError:
+        return None
+    if not raw.startswith(_JOURNAL):
+        return None
+    try:
+        before, after, digest, lead = raw[len(_JOURNAL) :].split(b"\n", 1)[0].split()
+        return int(before), int(after), digest.decode(), lead.decode()
+    except ValueError:
+        return None
+
+
+def _lead(data: bytes | memoryview, before: int) -> str:
+    return canonical.sha256(memoryview(data)[max(0, before - 4096) : before])
+
+
+def _unfinished(data: bytes, entry: tuple[int, int, str, str] | None) -> bool:
+    """True when data holds the start of the journaled batch but not all of it."""
+    if entry is None:
+        return False
+    before, after, digest, lead = entry
+    if len(data) < before or _lead(data, before) != lead:
+        return False  # rewritten since: a stale record
+    return not (len(data) >= after and canonical.sha256(memoryview(data)[before:after]) == digest)
+
+
+def _visible(data: bytes, fd: int | None) -> bytes:
+    """The ledger as readers must see it: without the lines of a batch a killed writer left unfinished."""
+    entry = _journal(fd)
+    return data[: entry[0]] if entry is not None and _unfinished(data, entry) else data
+
+
+def current_bytes(path: Path, fd: int | None) -> bytes:
+    """The ledger's bytes as readers see them, read safely while holding its lock (descriptor fd)."""
+    return _visible(files.read_bytes(path, root_of(path), files.LEDGER_CAP), fd)
+
+
+def _set_journal(fd: int, data: bytes, before: int, after: int, digest: str) -> None:
+    record = _JOURNAL + f"{before} {after} {digest} {_lead(data, before)}\n".encode()
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, record, 0)
+    os.fsync(fd)
+
+
+def _clear_journal(fd: int) -> None:
+    os.ftruncate(fd, 0)
 
 
 # -- the validated-prefix cache ------------------------------------------------
@@ -323,12 +443,13 @@ def read(path: Path | None, *, records: bool = True, lock: bool = True) -> Snaps
     """Read and validate the ledger at path; a missing file reads as empty."""
     if path is None:
         return Snapshot(path=Path(LEDGER_DIR) / LEDGER_NAME)
+    root = root_of(path)
     try:
-        if lock and path.parent.is_dir():
-            with locked(path, exclusive=False):
-                data = path.read_bytes()
+        if lock and os.path.isdir(path.parent) and not os.path.islink(path.parent):
+            with locked(path, exclusive=False) as fd:
+                data = current_bytes(path, fd)
         else:
-            data = path.read_bytes()
+            data = files.read_bytes(path, root, files.LEDGER_CAP)
     except FileNotFoundError:
         return Snapshot(path=path)
     except OSError as exc:
@@ -347,12 +468,33 @@ def append(path: Path, drafts: list[dict], *, dry_run: bool = False) -> list[dic
     then all lines written at once, flushed and fsynced. On any failure the
     file is left byte-identical.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with locked(path, exclusive=True):
+    root = root_of(path)
+    files.check_dirs(path, root)
+    fresh = not os.path.lexists(path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise LedgerError(f"cannot create {path.parent}: {exc.strerror}") from None
+    if fresh and not dry_run:
+        # The first write in a repository where `docket init` never ran: keep the lock file out of
+        # commits, and say once what init would add.
+        ensure_ignored(path.parent)
+        notice(f"created {path}; run 'docket init' so git merges ledgers itself and checks them before commits")
+    with locked(path, exclusive=True) as fd:
+        assert fd is not None
         try:
-            data = path.read_bytes()
+            data = files.read_bytes(path, root, files.LEDGER_CAP)
         except FileNotFoundError:
             data = b""
+        except files.UnsafePath:
+            raise
+        except OSError as exc:
+            raise LedgerError(f"cannot read {path}: {exc.strerror}") from None
+        entry = _journal(fd)
+        if entry is not None:
+            if _unfinished(data, entry):
+                data = _roll_back(path, data, entry[0])
+            _clear_journal(fd)
         snap = parse(path, data, records=False)
         records = recording.prepare(snap.index, drafts)
         if dry_run:
@@ -361,7 +503,11 @@ def append(path: Path, drafts: list[dict], *, dry_run: bool = False) -> list[dic
         payload = b"".join(canonical.line(r) for r in records)
         if keep and not data[:keep].endswith(b"\n"):
             payload = b"\n" + payload
+        if len(records) > 1:
+            _set_journal(fd, data, keep, keep + len(payload), canonical.sha256(payload))
         _write_at(path, data, keep, payload)
+        if len(records) > 1:
+            _clear_journal(fd)
         new_bytes = data[:keep] + payload
         index = snap.index
         lines = new_bytes.count(b"\n")
@@ -371,9 +517,26 @@ def append(path: Path, drafts: list[dict], *, dry_run: bool = False) -> list[dic
     return records
 
 
+def _roll_back(path: Path, data: bytes, length: int) -> bytes:
+    """Cut off the lines of a batch a killed writer left unfinished; return what remains."""
+    fd = files.open_fd(path, os.O_RDWR, root_of(path))
+    try:
+        os.ftruncate(fd, length)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    notice(f"{path}: removed an unfinished batch a killed writer left after byte {length}")
+    return data[:length]
+
+
 def _write_at(path: Path, original: bytes, offset: int, payload: bytes) -> None:
     """Write payload at offset (dropping what followed), or restore the original bytes."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = files.open_fd(path, os.O_RDWR | os.O_CREAT, root_of(path))
+    except files.UnsafePath:
+        raise
+    except OSError as exc:
+        raise LedgerError(f"append: cannot open {path}: {exc.strerror}") from None
     try:
         try:
             os.lseek(fd, offset, os.SEEK_SET)
@@ -411,14 +574,15 @@ def fsync_dir(directory: Path) -> None:
             os.close(dir_fd)
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace path with data: temp file beside it, fsync, rename. All or nothing."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+def write_atomic(path: Path, data: bytes, root: Path | None = None) -> None:
+    """Replace path with data: a fresh temp file beside it, fsync, rename; the mode is kept. All or nothing.
+
+    Never writes through a link at path; ``root`` (default: the directory
+    holding ``.docket/`` for a ledger path) bounds the directories checked.
+    """
     try:
-        write_synced(tmp, data)
-        os.replace(tmp, path)
+        files.write_replace(path, data, root)
+    except files.UnsafePath:
+        raise
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
         raise LedgerError(f"cannot write {path}: {exc.strerror}") from None
-    fsync_dir(path.parent)

@@ -69,7 +69,7 @@ LEGACY_SOURCE_KEYS: tuple[str, ...] = ("source_because", "source_depends_on", "s
 LEGACY_RELATION_KEYS: frozenset[str] = frozenset(
     (*LEGACY_SOURCE_KEYS, *(f"mapped_{r}" for r in model.RELATIONS), "overrides")
 )
-OLD_ID_RE = re.compile(r"^d[1-9][0-9]*$")
+OLD_ID_RE = re.compile(r"^d[1-9][0-9]{0,17}\Z")
 
 
 def _check_legacy(rid: str, record: dict) -> None:
@@ -220,16 +220,60 @@ class Index:
         return model.make_id(kind, self.max_seq + 1)
 
 
+#: Deepest nesting a record may have (a real one has 3 levels: supports is a list of lists).
+MAX_DEPTH = 32
+#: A key's closing quote and its colon; inside a string a quote is escaped, so this never undercounts keys.
+_KEY_END = re.compile(rb'"[ \t\r\n]*:')
+
+
+def _keys(value: object, depth: int = 0) -> int:
+    """How many object keys value holds at every depth; ValueError past MAX_DEPTH levels."""
+    if type(value) is dict:
+        count, items = len(value), value.values()
+    elif type(value) is list:
+        count, items = 0, value
+    else:
+        return 0
+    for item in items:
+        kind = type(item)
+        if kind is dict or kind is list:
+            if depth >= MAX_DEPTH:
+                raise ValueError(f"nested more than {MAX_DEPTH} levels deep; a record never is")
+            count += _keys(item, depth + 1)
+    return count
+
+
+def _refuse_duplicates(pairs: list[tuple[str, object]]) -> dict:
+    seen: dict = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ValueError(f"field {key!r} appears twice; the line is ambiguous, keep one of them")
+        seen[key] = value
+    return seen
+
+
 def parse_line(raw: bytes) -> object:
-    """Decode one ledger line, raising ``ValueError`` with a readable reason."""
+    """Decode one ledger line, raising ``ValueError`` with a readable reason.
+
+    Refuses what JSON allows but a record cannot be: nesting past
+    ``MAX_DEPTH`` and a field given twice (which JSON readers settle
+    differently: last wins here, first elsewhere).
+    """
     if raw.startswith(CONFLICT_MARKERS):
         raise ValueError(CONFLICT_MESSAGE)
     try:
-        return json.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
+        value = json.loads(text)
     except UnicodeDecodeError as exc:
         raise ValueError(f"invalid JSON: not UTF-8 ({exc.reason})") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+    except RecursionError:
+        raise ValueError(f"nested more than {MAX_DEPTH} levels deep; a record never is") from None
+    keys = _keys(value)
+    if keys != raw.count(b'":') and keys != len(_KEY_END.findall(raw)):
+        json.loads(text, object_pairs_hook=_refuse_duplicates)  # raises naming the field given twice
+    return value
 
 
 def check_all(lines: list[tuple[int, bytes]]) -> tuple[list[Fault], int]:

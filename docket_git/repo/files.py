@@ -1,0 +1,171 @@
+"""Opening files inside a repository someone else wrote: never through a link, never unbounded.
+
+A cloned repository is untrusted input. Every file docket reads or writes in
+it (the ledger and its lock, ``.docket/config.toml``, ``.docket/.gitignore``,
+``.gitattributes``, typed ledgers, session logs) goes through here:
+
+- **no symbolic links**: the file itself and every directory between the
+  repository root and it must not be a link (``O_NOFOLLOW`` for the file, an
+  ``lstat`` per directory). A committed link could otherwise point a write at
+  ``~/.bashrc`` or a read at ``/dev/zero``. Git refuses to follow such links
+  too; docket refuses them even when they point inside the repository, since
+  a link's target can change under a checkout;
+- **regular files only**: a directory, FIFO or device named like a docket
+  file is refused;
+- **bounded reads**: a committed file is read up to a cap (the ledger's is
+  large, a config's small), so ``/dev/zero`` or a 10 GB blob cannot exhaust
+  memory;
+- **writes replace**: a file other than the ledger is written to a fresh
+  temp file (``O_EXCL``) beside it, fsynced and renamed over it, so an
+  existing link is replaced, never written through.
+
+Refusals are ``UnsafePath`` errors naming the path and what to do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+from pathlib import Path
+
+from docket_git.errors import LedgerError
+
+#: Read caps. The ledger's is generous (100k records are about 50 MB).
+LEDGER_CAP = 1 << 30
+SMALL_CAP = 1 << 20
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+class UnsafePath(LedgerError):
+    """A repository path docket will not open: a link, not a regular file, or too large."""
+
+
+def _refuse(path: Path, why: str, fix: str) -> UnsafePath:
+    return UnsafePath(f"{path} {why}; docket never follows links or reads special files in a repository. {fix}")
+
+
+def check_dirs(path: Path, root: Path | None) -> None:
+    """Refuse when a directory between root (exclusive) and path (exclusive) is a symbolic link."""
+    if root is None:
+        return
+    try:
+        rel = path.relative_to(root)
+    except ValueError:
+        return
+    here = root
+    for part in rel.parts[:-1]:
+        here = here / part
+        try:
+            mode = os.lstat(here).st_mode
+        except FileNotFoundError:
+            return  # created later, as a real directory
+        except OSError:
+            return
+        if stat.S_ISLNK(mode):
+            raise _refuse(here, "is a symbolic link", f"Replace it with a real directory: rm {here} && mkdir {here}")
+        if not stat.S_ISDIR(mode):
+            raise _refuse(here, "is not a directory", f"Move it aside: mv {here} {here}.bak")
+
+
+def open_fd(path: Path, flags: int, root: Path | None = None, mode: int = 0o644) -> int:
+    """os.open without following a link at path (or in its directories below root); a regular file only."""
+    check_dirs(path, root)
+    try:
+        fd = os.open(path, flags | _NOFOLLOW | _CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or (exc.errno == errno.EEXIST and os.path.islink(path)):
+            raise _refuse(path, "is a symbolic link", f"Replace it with a regular file: rm {path}") from None
+        if exc.errno == errno.EISDIR:
+            raise _refuse(path, "is a directory", f"Move it aside: mv {path} {path}.bak") from None
+        raise
+    try:
+        info = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        kind = "is a directory" if stat.S_ISDIR(info.st_mode) else "is not a regular file"
+        raise _refuse(path, kind, f"Move it aside: mv {path} {path}.bak")
+    return fd
+
+
+def read_bytes(path: Path, root: Path | None = None, cap: int = SMALL_CAP) -> bytes:
+    """A regular file's bytes, read without following links and refused past cap bytes.
+
+    FileNotFoundError when it does not exist; ``UnsafePath`` for a link, a
+    special file or an oversized one; other OSErrors as they are.
+    """
+    fd = open_fd(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0), root)
+    try:
+        size = os.fstat(fd).st_size
+        if size > cap:
+            raise UnsafePath(
+                f"{path} is {size} bytes, more than docket reads ({cap}); it cannot be a file docket wrote. "
+                f"Move it aside: mv {path} {path}.bak"
+            )
+        chunks = []
+        total = 0
+        while True:
+            chunk = os.read(fd, min(1 << 20, cap + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > cap:
+                raise UnsafePath(
+                    f"{path} is larger than docket reads ({cap} bytes). Move it aside: mv {path} {path}.bak"
+                )
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_text(path: Path, root: Path | None = None, cap: int = SMALL_CAP) -> str:
+    """``read_bytes`` decoded as UTF-8 (undecodable bytes replaced: these are text files docket edits)."""
+    return read_bytes(path, root, cap).decode("utf-8", errors="replace")
+
+
+def write_replace(path: Path, data: bytes, root: Path | None = None, *, mode: int | None = None) -> None:
+    """Replace path with data: a fresh temp file beside it (never an existing one), fsync, rename.
+
+    An existing link at path is replaced by the rename, never written
+    through; a directory at path is refused. The file keeps its mode when it
+    exists (else ``mode``, default 0644).
+    """
+    check_dirs(path, root)
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        info = None
+    if info is not None and stat.S_ISLNK(info.st_mode):
+        raise _refuse(path, "is a symbolic link", f"Replace it with a regular file: rm {path}")
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        raise _refuse(path, "is not a regular file", f"Move it aside: mv {path} {path}.bak")
+    keep = stat.S_IMODE(info.st_mode) if info is not None else (0o644 if mode is None else mode)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fchmod(fd, keep)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
