@@ -78,7 +78,10 @@ def test_check_clean_and_missing(repo: Repo, bare_repo: Repo) -> None:
     repo.ok("claim", "one")
     assert repo.ok("check").out == f"docket: {repo.ledger} reads cleanly, 1 record\n"
     result = bare_repo.ok("check")
-    assert result.out == f"docket: no ledger at {bare_repo.ledger}\n"
+    assert (
+        result.out
+        == f"docket: no ledger at {bare_repo.ledger} yet; run 'docket init' to start one (or record with 'docket claim ...')\n"
+    )
 
 
 def test_torn_final_line_is_skipped_reported_and_removed(repo: Repo) -> None:
@@ -137,3 +140,17 @@ def test_usage_errors_speak_docket_and_point_to_help(repo: Repo, args: list[str]
     assert lines[1].startswith("usage: docket") and "-h' explains every option" in lines[1]
     assert result.out == ""
     assert repo.ledger.read_bytes() == before
+
+
+def test_every_reading_command_says_the_same_where_there_is_no_ledger(bare_repo: Repo, tmp_path) -> None:
+    """list, context and check exit 0 (nothing is wrong) and say how to start one, in and outside git."""
+    said = f"docket: no ledger at {bare_repo.ledger} yet; run 'docket init' to start one"
+    for args in (["list"], ["context"]):
+        result = bare_repo.ok(*args)
+        assert result.out == "" and result.err.startswith(said), (args, result.err)
+    assert bare_repo.ok("list", "--json").out == "[]\n"
+    assert bare_repo.ok("check").out.startswith(said)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    result = bare_repo.docket("list", cwd=outside)
+    assert result.code == 0 and "not in a git repository; run 'git init', then 'docket init'" in result.err

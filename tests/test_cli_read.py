@@ -21,12 +21,14 @@ def test_list_hides_retired_and_shows_derived_state(repo: Repo) -> None:
         "c1  accepted  Payments need idempotency keys",
         "q2  resolved  Where do keys live?",
         "d3  adopted  Keep keys in Redis",
-        "      Redis",
+        "      choice: Redis",
         "c5  unassessed  Keys expire after a week",
-        "      Provider changed the TTL",
+        "      rationale: Provider changed the TTL",
     ]
     superseded = repo.ok("list", "--superseded").out
     assert "c4  unassessed  Keys expire after a day  <- c1  (superseded by c5)" in superseded
+    oneline = repo.ok("list", "--oneline", "--superseded").out.splitlines()
+    assert "c4    unassessed Keys expire after a day (superseded by c5)" in oneline
 
 
 def test_list_filters(repo: Repo) -> None:

@@ -128,10 +128,13 @@ def test_author_session_and_branch(repo: Repo) -> None:
     repo.ok("claim", "two")
     del repo.env["AI_AGENT"]
     repo.env.pop("USER", None)
-    result = repo.ok("claim", "three")
+    result = repo.ok("claim", "three")  # git's identity before "unknown"
+    assert "could not detect an author" not in result.err
+    repo.env["GIT_CONFIG_GLOBAL"] = "/dev/null"
+    result = repo.ok("claim", "four")
     assert 'could not detect an author; recording "unknown". Set DOCKET_AUTHOR' in result.err
     records = repo.records()
-    assert [r["author"] for r in records] == ["alice", "claude", "unknown"]
+    assert [r["author"] for r in records] == ["alice", "claude", "Test", "unknown"]
     assert records[0]["session"] == "s-42"
     assert {r["branch"] for r in records} == {"feature/x"}
     assert records[0]["ts"].endswith("+00:00") and len(records[0]["ts"]) == 25
@@ -276,3 +279,32 @@ def test_branch_in_a_worktree_and_when_detached(repo: Repo, tmp_path: Path) -> N
     wt_records = [json.loads(line) for line in (tree / ".docket" / "ledger.jsonl").read_text().splitlines()]
     assert [r["branch"] for r in wt_records] == ["main", "topic/wt"]
     assert repo.records()[-1]["branch"] == ""
+
+
+def test_blank_text_and_control_characters_are_refused(repo: Repo) -> None:
+    before = repo.ledger.read_bytes()
+    for args, said in (
+        (["claim", "   "], "text is blank"),
+        (["claim", "a\x01b"], "text holds a control character"),
+        (["decision", "Pick one", "--choice", " "], "choice is blank"),
+        (["claim", "fine", "--rationale", "bell\x07"], "rationale holds a control character"),
+    ):
+        result = repo.docket(*args)
+        assert result.code == 1 and said in result.err, (args, result.err)
+        assert repo.ledger.read_bytes() == before
+    repo.ok("claim", "two\nlines\tand a tab")
+    assert repo.ok("list", "--oneline").out == "c1    unassessed two ⏎ lines\tand a tab\n"
+
+
+def test_batch_advice_names_json_fields_and_errors_name_the_line(repo: Repo) -> None:
+    result = repo.ok("record", "-", input='{"kind":"claim","text":"one"}\n')
+    assert 'c1: no "rationale"' in result.err and "--rationale" not in result.err
+    bad_ref = repo.docket(
+        "record", "-", input='{"kind":"claim","text":"a"}\n{"kind":"claim","text":"b","supports":[["@5"]]}\n'
+    )
+    assert bad_ref.code == 1
+    assert bad_ref.err.startswith("docket: batch line 2: supports: @5 names a record that is not earlier")
+    cut = repo.docket("record", "-", input='{"kind":"claim","text":"unterminated\n')
+    assert cut.code == 1 and "batch line 1: invalid JSON: Unterminated string starting at (column" in cut.err
+    unknown = repo.docket("record", "-", input='{"kind":"claim","text":"a"}\n{"kind":"claim","text":"b","bogus":1}\n')
+    assert unknown.code == 1 and "batch line 2" in unknown.err and "bogus" in unknown.err

@@ -44,11 +44,16 @@ def files_line(text: str) -> str | None:
 # -- empty and missing ledgers, usage errors ----------------------------------------------------
 
 
-def test_no_ledger_and_empty_ledger_print_nothing(bare_repo: Repo, repo: Repo) -> None:
-    for r in (bare_repo, repo):
-        for args in (["context"], ["context", "--for", "gemini"], ["context", "--since", "c1"]):
-            result = r.docket(*args)
-            assert (result.code, result.out, result.err) == (0, "", "")
+def test_no_ledger_says_so_and_an_empty_ledger_prints_nothing(bare_repo: Repo, repo: Repo) -> None:
+    for args in (["context"], ["context", "--for", "gemini"], ["context", "--since", "c1"]):
+        result = repo.docket(*args)
+        assert (result.code, result.out, result.err) == (0, "", "")
+        result = bare_repo.docket(*args)
+        assert (result.code, result.out) == (0, "")
+        assert (
+            result.err
+            == f"docket: no ledger at {bare_repo.ledger} yet; run 'docket init' to start one (or record with 'docket claim ...')\n"
+        )
 
 
 def test_max_chars_below_the_minimum_is_a_usage_error(repo: Repo) -> None:

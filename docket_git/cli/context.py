@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from docket_git.cli.spec import Command, Opt
 from docket_git.context.envelope import HARNESSES, wrap
-from docket_git.errors import UsageError, guarded
+from docket_git.errors import UsageError, guarded, notice
 
 
 @dataclass
@@ -63,6 +64,10 @@ def execute(options: Options) -> None:
     if options.harness is not None and options.harness not in HARNESSES:
         raise UsageError(f"--for must be one of {', '.join(HARNESSES)}; got {options.harness!r}")
     from docket_git.context.briefing import build_briefing
+    from docket_git.ledger import store
+
+    if store.find_ledger(Path.cwd()) is None:
+        notice(store.no_ledger(Path.cwd()))
 
     try:
         result = build_briefing(

@@ -91,7 +91,7 @@ def migrate(
         usage("--emit-map writes only the map, never the ledger; leave --dry-run off")
     path = ledger_path()
     if path is None:
-        typer.echo(f"docket: no ledger at {_where()}")
+        typer.echo(f"docket: {store.no_ledger(Path.cwd())}")
         return
     entries = _read_map(map_file) if map_file is not None else None
     writes = not dry_run and emit_map is None

@@ -16,6 +16,11 @@ from docket_git.errors import UsageError
 from docket_git.ledger import model, project, store, validate
 
 
+def one_line(text: str) -> str:
+    """Text for a one-line view: each line break shown as ⏎, so a record never spills onto a second line."""
+    return text.replace("\r\n", "\n").replace("\n", " ⏎ ") if "\n" in text else text
+
+
 def _formula(record: dict) -> str:
     return " | ".join(",".join(group) for group in record.get("supports") or [])
 
@@ -55,6 +60,11 @@ def list_(
         raise UsageError(f"--kind must be one of {', '.join(model.KINDS)}; got {kind!r}")
     if state is not None and state not in model.ALL_STATES:
         raise UsageError(f"--state must be one of {', '.join(model.ALL_STATES)}; got {state!r}")
+    if ledger_path() is None:
+        typer.echo(f"docket: {store.no_ledger(Path.cwd())}", err=True)
+        if as_json:
+            typer.echo("[]")
+        return
     views = _views(kind, superseded=superseded)
     needle = find.casefold() if find else None
     views = [
@@ -75,18 +85,20 @@ def list_(
     out: list[str] = []
     for v in views:
         if oneline:
-            line = f"{v['id']:<5} {v['state']:<9} {v['text']}"
+            retired = f" (superseded by {v['retired_by']})" if v["retired_by"] else ""
+            line = f"{v['id']:<5} {v['state']:<9} {one_line(v['text'])}{retired}"
             out.append(line if len(line) <= width else line[: max(width - 1, 20)] + "…")
             continue
-        line = f"{v['id']}  {v['state']}  {v['text']}"
+        line = f"{v['id']}  {v['state']}  {one_line(v['text'])}"
         if v.get("supports"):
             line += f"  <- {_formula(v)}"
         if v["retired_by"]:
             line += f"  (superseded by {v['retired_by']})"
         out.append(line)
-        second = v.get("choice") or v.get("rationale")
-        if second:
-            out.append(" " * 6 + second)
+        if v.get("choice"):
+            out.append(" " * 6 + "choice: " + one_line(v["choice"]))
+        elif v.get("rationale"):
+            out.append(" " * 6 + "rationale: " + one_line(v["rationale"]))
     sys.stdout.write("\n".join(out) + "\n")  # one write: echoing 100k lines one by one took seconds
 
 
@@ -149,7 +161,7 @@ def check(
         raise typer.Exit(_check_staged(against))
     path = ledger_path()
     if path is None:
-        typer.echo(f"docket: no ledger at {_where_path()}")
+        typer.echo(f"docket: {store.no_ledger(Path.cwd())}")
         return
     try:
         with store.locked(path, exclusive=False) as fd:

@@ -153,7 +153,7 @@ def execute(kind: str, text: str, opts: dict[str, Any]) -> None:
     scopes = [recording.normalize_scope(s, root) for s in fields.pop("scope", None) or []]
     fields["scope"] = list(dict.fromkeys(scopes))
     fields["evidence"] = [recording.parse_evidence(e) for e in fields.pop("evidence", None) or []]
-    _author, unknown = recording.detect_author()
+    _author, unknown = recording.detect_author(path.parent)
     if unknown:
         warn('could not detect an author; recording "unknown". Set DOCKET_AUTHOR to identify this harness.')
     draft = recording.draft(kind, text, fields, recording.provenance(path))
@@ -186,7 +186,7 @@ def report(records: list[dict], *, as_json: bool, dry_run: bool, jsonl: bool = F
         sys.stdout.write(out + "\n")
     sys.stdout.flush()
     for record in records:
-        for hint in recording.hints(record):
+        for hint in recording.hints(record, batch=jsonl):
             warn(hint)
     if dry_run:
         warn(f"dry run: {len(records)} record(s) valid; nothing written")

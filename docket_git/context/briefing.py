@@ -140,6 +140,9 @@ def _build(
     auto_scope: bool | None,
     since: str | None,
 ) -> Briefing:
+    fault = model.since_fault(since) if since is not None else None
+    if fault:
+        raise ValueError(fault)  # a usage error: the command exits 2
     path = ledger if ledger is not None else store.find_ledger(start or Path.cwd())
     if path is None:
         if max_chars is not None:

@@ -106,6 +106,28 @@ def split_ref(value: str) -> tuple[str, str | None]:
     return rid, (digest if sep else None)
 
 
+def since_fault(value: str) -> str | None:
+    """Why a ``--since`` value cannot name a baseline at all (a usage error), or None.
+
+    A baseline is ``ID``, ``ID@DIGEST`` or a git revision (``HEAD~3``, a
+    branch, ``main@{1}``). One that is well formed but unknown is not a fault:
+    the briefing falls back to a full one and says so.
+    """
+    text = value.strip()
+    shown = text if len(text) <= 40 else text[:37] + "..."
+    if not text:
+        return "--since needs a record ID, ID@DIGEST or a git revision"
+    if any(c.isspace() or ord(c) < 32 for c in text):
+        return f"--since {shown!r} holds whitespace or a control character; give an ID, ID@DIGEST or a git revision"
+    if "@" in text and "@{" not in text and text != "@":
+        rid, digest = split_ref(text)
+        if not is_id(rid) or digest is None or not DIGEST_RE.match(digest):
+            return f"--since {shown!r} is not ID@DIGEST (e.g. d12@7f3a9c21e0b4: the ID and 8-64 hex digits)"
+    if re.match(r"[cdq][0-9]{19,}\Z", text):
+        return f"--since {shown!r}: a record ID has at most 18 digits"
+    return None
+
+
 def parse_ref(value: str) -> tuple[str, str | None]:
     """``ID`` or ``ID@DIGEST`` -> (ID, lower-case digest or None); ValueError if either part is malformed."""
     rid, digest = split_ref(value)

@@ -20,8 +20,12 @@ def split_ids(values: list[str] | None) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def detect_author() -> tuple[str, bool]:
-    """The recording author and whether it had to fall back to "unknown"."""
+def detect_author(where: Path | None = None) -> tuple[str, bool]:
+    """The recording author and whether it had to fall back to "unknown".
+
+    ``DOCKET_AUTHOR``, then the agent's own variables, then ``USER``, then git's
+    ``user.name`` (or ``user.email``) for the repository at ``where``.
+    """
     env = os.environ
     if env.get("DOCKET_AUTHOR"):
         return env["DOCKET_AUTHOR"], False
@@ -31,6 +35,14 @@ def detect_author() -> tuple[str, bool]:
         return "codex", False
     if env.get("USER"):
         return env["USER"], False
+    if where is not None:
+        from docket_git.repo.gitio import run_git
+
+        for key in ("user.name", "user.email"):
+            out = run_git(where, "config", key)
+            name = out.decode("utf-8", "replace").strip() if out else ""
+            if name:
+                return name, False
     return "unknown", True
 
 
@@ -51,7 +63,7 @@ def provenance(ledger: Path) -> dict:
     """ts, author, session and branch for a record written to ledger."""
     from docket_git.repo.gitio import current_branch
 
-    author, _ = detect_author()
+    author, _ = detect_author(ledger.parent)
     return {
         "ts": now(),
         "author": author,
@@ -141,18 +153,35 @@ def parse_batch(data: bytes, prov: dict) -> list[dict]:
     return drafts
 
 
-def hints(record: dict) -> list[str]:
-    """Advice about a just-written record, worst first; never an error."""
+#: How advice names a field: the command-line flag, or the batch's JSON field.
+FLAG_NAMES = {
+    "scope": "--scope",
+    "alternatives": "--alternative",
+    "rationale": "--rationale",
+    "cost_if_wrong": "--cost",
+}
+
+
+def hints(record: dict, *, batch: bool = False) -> list[str]:
+    """Advice about a just-written record, worst first; never an error.
+
+    Names the flag to use (``--cost``), or for a batch the JSON field
+    (``"cost_if_wrong"``).
+    """
     rid = record["id"]
+
+    def name(field: str) -> str:
+        return f'"{field}"' if batch else FLAG_NAMES[field]
+
     out = []
     if not record.get("scope"):
-        out.append(f"{rid}: no --scope: this record competes for room in every briefing")
+        out.append(f"{rid}: no {name('scope')}: this record competes for room in every briefing")
     if record["kind"] == "decision" and not record.get("alternatives"):
-        out.append(f"{rid}: no --alternative: name what the choice beat, if anything did")
+        out.append(f"{rid}: no {name('alternatives')}: name what the choice beat, if anything did")
     if not record.get("rationale"):
-        out.append(f"{rid}: no --rationale: say why, when the text does not")
+        out.append(f"{rid}: no {name('rationale')}: say why, when the text does not")
     if not record.get("cost_if_wrong") and record["kind"] != "question":
-        out.append(f"{rid}: no --cost: say what breaks if this turns out wrong")
+        out.append(f"{rid}: no {name('cost_if_wrong')}: say what breaks if this turns out wrong")
     return out
 
 
@@ -163,20 +192,20 @@ BATCH_REF_FIELDS = model.FLAT_RELATIONS
 
 
 def _resolve_batch_refs(draft: dict, ids: list[str], position: int) -> None:
-    def resolve(ref: object) -> object:
+    def resolve(field: str, ref: object) -> object:
         if isinstance(ref, str) and ref.startswith("@"):
             n = ref[1:]
-            if not n.isdigit() or not 1 <= int(n) < position:
-                raise Invalid("batch", f"{ref} names a record that is not earlier in this batch")
+            if not (n.isascii() and n.isdigit() and len(n) < 19) or not 1 <= int(n) < position:
+                raise Invalid(field, f"{ref[:24]} names a record that is not earlier in this batch")
             return ids[int(n) - 1]
         return ref
 
     for name in BATCH_REF_FIELDS:
         if isinstance(draft.get(name), list):
-            draft[name] = [resolve(r) for r in draft[name]]
+            draft[name] = [resolve(name, r) for r in draft[name]]
     if isinstance(draft.get("supports"), list):
         draft["supports"] = [
-            [resolve(r) for r in group] if isinstance(group, list) else group for group in draft["supports"]
+            [resolve("supports", r) for r in group] if isinstance(group, list) else group for group in draft["supports"]
         ]
 
 

@@ -84,6 +84,15 @@ def locate(start: Path) -> Path:
     return root / LEDGER_DIR / LEDGER_NAME
 
 
+def no_ledger(start: Path) -> str:
+    """What reading commands say where there is no ledger yet (they exit 0: nothing is wrong)."""
+    try:
+        where = locate(start)
+    except NoLedger:
+        return "no ledger here: not in a git repository; run 'git init', then 'docket init' to start one"
+    return f"no ledger at {where} yet; run 'docket init' to start one (or record with 'docket claim ...')"
+
+
 # -- creating -----------------------------------------------------------------
 
 #: Files docket keeps beside the ledger that never belong in a commit: lock files, and the

@@ -314,10 +314,43 @@ def _norm(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
+#: Control characters a record's prose may not hold (newline and tab are prose).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def _control_field(record: dict) -> str | None:
+    """The first field whose text holds a control character, or None."""
+    for name, value in record.items():
+        values = value if isinstance(value, list) else [value]
+        for item in values:
+            if isinstance(item, dict):
+                item = " ".join(str(v) for v in item.values())
+            elif isinstance(item, list):
+                item = " ".join(str(v) for v in item)
+            if isinstance(item, str) and _CONTROL.search(item):
+                return name
+    return None
+
+
 def check_new(record: dict) -> None:
     """The refusals that apply when a record is written, never when one is read."""
     kind = record.get("kind")
     text = record.get("text")
+    if isinstance(text, str) and text and not text.strip():
+        raise Invalid("record", "text is blank; state the claim, decision or question in words")
+    if (
+        kind == "decision"
+        and isinstance(record.get("choice"), str)
+        and record["choice"]
+        and not record["choice"].strip()
+    ):
+        raise Invalid("record", "choice is blank; name the option chosen")
+    bad = _control_field(record)
+    if bad is not None:
+        raise Invalid(
+            "record",
+            f"{bad} holds a control character; only newlines and tabs may appear in a record's text",
+        )
     if kind in ("claim", "decision") and isinstance(text, str) and text.rstrip().endswith("?"):
         raise Invalid(
             "record",
