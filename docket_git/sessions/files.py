@@ -373,10 +373,11 @@ def write(
         raise LedgerError(f"ledger file {path} not found; run 'docket session init' first or check the path")
     with dir_locked(path.parent):
         text = read_text(path)
-        meta, _ = parse(path, text)
+        meta, blocks = parse(path, text)
         moment = iso(now())
         updated = fmt.set_frontmatter(text, {"last_updated": moment})
-        _, blocks = parse(path, updated)  # a v1.0 file gains a frontmatter line: count lines after it
+        if "schema_version" not in meta:
+            _, blocks = parse(path, updated)  # a v1.0 file gains a frontmatter line: count lines after it
         declared = [s.strip() for s in meta.get("steps", "").split(",") if s.strip()]
         new = fmt.Step(
             step=step,
@@ -395,10 +396,14 @@ def write(
         else:
             changes, sections = fmt.delta(found[0], new)
             block = fmt.render_reaudit(step, changes, sections, moment, found[2])
-        result = updated + ("\n" if updated.endswith("\n") else "\n\n") + block
-        _, after = parse(path, result)  # never write what would not read back
-        replace_text(path, result)
-    return Written(path, step, found is not None, after[-1].line, status, agent)
+        head = updated + ("\n" if updated.endswith("\n") else "\n\n")
+        line = head.count("\n") + 1 + fmt.SEPARATOR.count("\n")
+        try:
+            fmt.parse_block(block, line)  # never write what would not read back
+        except fmt.FormatError as exc:
+            raise LedgerError(f"{path}: the new block would not read back ({exc.message}); nothing written") from None
+        replace_text(path, head + block)
+    return Written(path, step, found is not None, line, status, agent)
 
 
 # -- load-last and list ---------------------------------------------------------------

@@ -256,6 +256,13 @@ def parse_blocks(text: str) -> list[Block]:
     return blocks
 
 
+def parse_block(block: str, line: int) -> Block:
+    """One rendered block (separator first) whose header is at file line ``line``."""
+    if not block.startswith(SEPARATOR):
+        raise FormatError("a block must start with the separator", line)
+    return _parse_block(block[len(SEPARATOR) :].rstrip("\n").split("\n"), line)
+
+
 def _parse_block(lines: list[str], first: int) -> Block:
     """A block from its lines (after the separator comment); first is the file line of lines[0]."""
     i = 0
