@@ -158,11 +158,12 @@ def check(
     if against is not None and not staged:
         raise UsageError("--against only applies with --staged")
     if staged:
-        raise typer.Exit(_check_staged(against))
+        code = _check_staged(against)
+        raise typer.Exit(max(code, _check_sessions(staged=True, against=against)))
     path = ledger_path()
     if path is None:
         typer.echo(f"docket: {store.no_ledger(Path.cwd())}")
-        return
+        raise typer.Exit(_check_sessions())
     try:
         with store.locked(path, exclusive=False) as fd:
             data = store.current_bytes(path, fd)
@@ -172,7 +173,15 @@ def check(
         raise
     except OSError as exc:
         fail(f"cannot read {path}: {exc.strerror}")
-    raise typer.Exit(check_bytes(path, data))
+    code = check_bytes(path, data)
+    raise typer.Exit(max(code, _check_sessions()))
+
+
+def _check_sessions(*, staged: bool = False, against: str | None = None) -> int:
+    """Session step logs in context-ledger/: well-formed, and (staged) append-only against HEAD."""
+    from docket_git.sessions import check as sessions_check
+
+    return sessions_check.report(Path.cwd(), staged=staged, against=against)
 
 
 def _check_staged(against: str | None) -> int:

@@ -1,5 +1,7 @@
-"""Session step logs (the context-ledger workflow): not built yet.
+"""Session step logs (the context-ledger workflow): init, write, read with context maps, load-last.
 
-Will hold init, write, read with context maps and load-last. May import
-``ledger``, ``repo`` and ``errors``.
+``fmt`` is the file format (frontmatter, blocks, delta re-audits, replay) and
+``contextmap`` composes and pre-flights context maps, both pure; ``files``
+does the I/O (locked, atomic, no symlinks) and ``check`` is what
+``docket check`` runs on ``context-ledger/``. May import ``ledger`` and ``repo``.
 """
