@@ -68,7 +68,8 @@ def check(value: object, where: str = "value", depth: int = 0) -> bool:
     if kind is float:
         if not math.isfinite(value):  # type: ignore[arg-type]
             raise NotCanonical(f"{where}: NaN and Infinity are not JSON numbers")
-        if value.is_integer() and abs(value) > SAFE_INTEGER:  # type: ignore[union-attr,arg-type]
+        # Integral values below 1e21 are written as integer digits, so they must be safe integers too.
+        if value.is_integer() and SAFE_INTEGER < abs(value) < 1e21:  # type: ignore[union-attr,arg-type]
             raise NotCanonical(f"{where}: the number {value} is an integer outside the safe range ±(2**53-1)")
         return True
     if kind is list:
