@@ -102,12 +102,53 @@ def dumps(value: object, where: str = "value") -> str:
     """The canonical JSON text of value; raises ``NotCanonical``."""
     if check(value, where):
         return _slow(value)
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return _ENCODER.encode(value)
 
 
-def dumps_trusted(value: object) -> str:
-    """Canonical text of a value already known to be integer-only plain JSON (replay's hot path)."""
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+def _plain(value: object) -> int:
+    """1 plain JSON with a non-integral float, 0 plain without, -1 not canonical (no message: see ``check``)."""
+    floats = 0
+    stack = [(value, 0)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        item, depth = pop()
+        if depth > MAX_DEPTH:
+            return -1
+        kind = type(item)
+        if kind is str or item is None or kind is bool:
+            continue
+        if kind is int:
+            if not -SAFE_INTEGER <= item <= SAFE_INTEGER:  # type: ignore[operator]
+                return -1
+        elif kind is dict:
+            for key, sub in item.items():  # type: ignore[union-attr]
+                if type(key) is not str:
+                    return -1
+                push((sub, depth + 1))
+        elif kind is list:
+            for sub in item:  # type: ignore[union-attr]
+                push((sub, depth + 1))
+        elif kind is float:
+            if not math.isfinite(item) or (item.is_integer() and SAFE_INTEGER < abs(item) < 1e21):  # type: ignore[arg-type]
+                return -1
+            floats = 1
+        else:
+            return -1
+    return floats
+
+
+def dumps_parsed(value: object) -> str | None:
+    """Canonical text of a value parsed from JSON, or None when it has none (``check`` says why); fast."""
+    found = _plain(value)
+    if found < 0:
+        return None
+    return _slow(value) if found else _ENCODER.encode(value)
+
+
+#: One encoder, built once: json.dumps with options builds a new one per call, which costs more than encoding.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+dumps_trusted = _ENCODER.encode
+"""Canonical text of a value already known to be plain JSON without floats (replay's hot path)."""
 
 
 def digest(text: str) -> str:

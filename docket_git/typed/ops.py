@@ -9,6 +9,7 @@ either the in-memory state of a full replay or the SQLite projection itself
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Protocol
 
 from docket_git.typed import canonical
@@ -52,10 +53,16 @@ class State(Protocol):
 
 
 _validators: dict[str, object] = {}
+_compiled: dict[int, tuple[Ledger, Callable[[object], bool]]] = {}
 
 
 def _schema_check(ledger: Ledger, value: object, field: str) -> None:
     if ledger.schema is None:
+        return
+    fast = _compiled.get(id(ledger))
+    if fast is None or fast[0] is not ledger:
+        fast = _compiled[id(ledger)] = (ledger, compile_schema(ledger.schema))
+    if fast[1](value):
         return
     key = ledger.fingerprint()
     validator = _validators.get(key)
@@ -64,12 +71,69 @@ def _schema_check(ledger: Ledger, value: object, field: str) -> None:
 
         validator = _validators[key] = Draft202012Validator(ledger.schema)
     if validator.is_valid(value):  # type: ignore[attr-defined]
-        return
+        return  # jsonschema is the authority; the fast check below is only ever stricter
     from jsonschema.exceptions import best_match
 
     error = best_match(validator.iter_errors(value))  # type: ignore[attr-defined]
     path = "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
     raise OpError(f"{field}{path} does not match the schema of ledger '{ledger.name}': {error.message}")
+
+
+_JSON_TYPES = {
+    "object": lambda v: type(v) is dict,
+    "array": lambda v: type(v) is list,
+    "string": lambda v: type(v) is str,
+    "boolean": lambda v: type(v) is bool,
+    "null": lambda v: v is None,
+    "number": lambda v: type(v) in (int, float),
+    "integer": lambda v: type(v) is int or (type(v) is float and v.is_integer()),
+}
+
+
+def compile_schema(schema: object) -> Callable[[object], bool]:
+    """A fast test of a schema of the supported subset, compiled once per ledger, in front of jsonschema.
+
+    It never accepts a value jsonschema would reject; it may reject one jsonschema
+    accepts (enum, oneOf, anyOf are not compiled), and then jsonschema decides.
+    """
+    if schema is True:
+        return lambda value: True
+    if not isinstance(schema, dict) or set(schema) - {
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+    }:
+        return lambda value: False
+    tests: list[Callable[[object], bool]] = []
+    if "type" in schema:
+        names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        kinds = [_JSON_TYPES[n] for n in names if n in _JSON_TYPES]
+        tests.append(lambda v: any(k(v) for k in kinds))
+    props = {name: compile_schema(sub) for name, sub in schema.get("properties", {}).items()}
+    required = list(schema.get("required", ()))
+    closed = schema.get("additionalProperties") is False
+    items = compile_schema(schema["items"]) if "items" in schema else None
+
+    def test_object(v: object) -> bool:
+        if type(v) is not dict:
+            return True
+        for name in required:
+            if name not in v:
+                return False
+        for name, sub in props.items():
+            if name in v and not sub(v[name]):
+                return False
+        return not closed or all(name in props for name in v)
+
+    if props or required or closed:
+        tests.append(test_object)
+    if items is not None:
+        tests.append(lambda v: type(v) is not list or all(items(x) for x in v))
+    if len(tests) == 1:
+        return tests[0]
+    return lambda v: all(t(v) for t in tests)
 
 
 def _nonempty(op: dict, field: str, limit: int) -> str:
@@ -120,14 +184,18 @@ def check_citation(citation: object, where: str) -> dict:
     return citation
 
 
-def validate(ledger: Ledger, op: object) -> dict:
-    """The operation, checked on its own (fields, types, schema); raises ``OpError``."""
+def validate(ledger: Ledger, op: object, *, trusted: bool = False) -> dict:
+    """The operation, checked on its own (fields, types, schema); raises ``OpError``.
+
+    trusted: op was parsed from a record whose canonical form is already checked.
+    """
     if not isinstance(op, dict):
         raise OpError("an operation is a JSON object")
-    try:
-        canonical.check(op, "operation")
-    except canonical.NotCanonical as exc:
-        raise OpError(str(exc)) from None
+    if not trusted:
+        try:
+            canonical.check(op, "operation", depth=1)  # depth 1: the operation is a record's payload
+        except canonical.NotCanonical as exc:
+            raise OpError(str(exc)) from None
     if ledger.type is None:
         _schema_check(ledger, op, "record")
         return op
