@@ -194,3 +194,61 @@ def test_typed_ledger_paths():
     assert merge.is_typed_ledger("sub/.docket/ledgers/x.jsonl")
     assert not merge.is_typed_ledger(".docket/ledger.jsonl")
     assert not merge.is_typed_ledger("ledgers/x.jsonl")
+
+
+SCHEMAS = [
+    {"type": "string"},
+    {"type": "object"},
+    {"type": ["integer", "null"]},
+    {"type": "number"},
+    {"type": "object", "required": ["id", "severity"], "properties": {"id": {"type": "string"}}},
+    {"type": "object", "properties": {"a": {"type": "boolean"}}, "additionalProperties": False},
+    {"type": "array", "items": {"type": "integer"}},
+    {"enum": [1, "a", None]},
+    {"anyOf": [{"type": "string"}, {"type": "array"}]},
+]
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.sampled_from([1.5, 2.0]) | st.sampled_from(["a", "id", "b"]),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.sampled_from(["a", "id", "severity", "z"]), c, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(st.sampled_from(SCHEMAS), JSON)
+@settings(max_examples=400, deadline=None)
+def test_compiled_schema_never_accepts_what_jsonschema_rejects(schema, value):
+    from jsonschema import Draft202012Validator
+
+    from docket_git.typed import ops
+
+    if ops.compile_schema(schema)(value):
+        assert Draft202012Validator(schema).is_valid(value)
+
+
+def test_a_grown_file_extends_the_projection_and_a_rewrite_rebuilds_it(tmp_path, monkeypatch):
+    from docket_git.typed import db
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".docket").mkdir()
+    (tmp_path / ".docket" / "config.toml").write_text('[ledgers.metrics]\ntype = "counter"\n')
+    ledger = api.resolve(tmp_path, "metrics")
+    path = api.ledger_file(tmp_path, "metrics")
+    path.parent.mkdir()
+    records = chain([{"operation": "increment", "name": "a", "amount": i} for i in range(1, 5)])
+    path.write_bytes(data_of(records[:2]))
+    dbp = api.database(tmp_path, ledger)
+    fp = api._fingerprint(ledger)
+    build, extend = replay.build(ledger), replay.extend(ledger)
+    assert db.ensure(path, dbp, fp, build, extend) == "rebuilt"
+    assert db.ensure(path, dbp, fp, build, extend) == "current"
+    path.write_bytes(data_of(records))  # grown by records that follow the heads
+    assert db.ensure(path, dbp, fp, build, extend) == "extended"
+    assert db.query(dbp, "SELECT value FROM state")[1] == [(10,)]
+    path.write_bytes(data_of(records[:3]))  # rewritten (a branch switch)
+    assert db.ensure(path, dbp, fp, build, extend) == "rebuilt"
+    assert db.query(dbp, "SELECT value FROM state")[1] == [(6,)]
+    api.append(tmp_path, ledger, [{"operation": "increment", "name": "a", "amount": 100}])
+    assert db.is_current(dbp, path, fp)  # an append keeps the projection current: no replay next time
+    assert db.ensure(path, dbp, fp, build, extend) == "current"
+    assert db.query(dbp, "SELECT value FROM state")[1] == [(106,)]
