@@ -226,3 +226,30 @@ def test_types_and_unknown_ledgers(typed: Repo):
     result = typed.docket("ledger", "map-put", "history", "k", "1")
     assert result.code == 1 and "not a map ledger" in result.err
     ledger_file(typed, "nosuch").parent.mkdir(exist_ok=True)
+
+
+def test_bad_environments_give_clear_messages(typed: Repo, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    result = typed.docket("ledger", "query", "history", "SELECT 1", cwd=outside)
+    assert result.code == 1 and "git repository" in result.err and "Traceback" not in result.err
+
+    target = tmp_path / "elsewhere.jsonl"
+    target.write_text("")
+    link = ledger_file(typed, "history")
+    link.parent.mkdir(exist_ok=True)
+    link.symlink_to(target)
+    result = op(typed, "history", {"operation": "append", "value": "x"})
+    assert result.code == 1 and "symlink" in result.err
+    assert target.read_text() == ""
+    link.unlink()
+
+    result = typed.docket("ledger", "query", "history", "SELECT 1; SELECT 2")
+    assert result.code == 1 and "query failed" in result.err and "Traceback" not in result.err
+
+    config = typed.path / ".docket" / "config.toml"
+    config.write_text(config.read_text() + "\n[ledgers.broken\n")
+    result = typed.docket("ledger", "types")
+    assert result.code == 0  # the table needs no configuration
+    result = typed.docket("ledger", "list")
+    assert result.code == 1 and "config.toml" in result.err and "Traceback" not in result.err

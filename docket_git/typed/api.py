@@ -66,7 +66,17 @@ def database(root: Path, ledger: Ledger) -> Path:
     return db.cache_path("typed", ledger_file(root, ledger.name))
 
 
+def _regular(path: Path) -> None:
+    """Refuse a ledger file that is a symlink or not a regular file (a cloned repository is untrusted input)."""
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise LedgerError(f"{path} is not a regular file (a symlink?); typed ledgers are never read through links")
+    for parent in (path.parent, path.parent.parent):
+        if parent.is_symlink():
+            raise LedgerError(f"{parent} is a symlink; typed ledgers are never read through links")
+
+
 def _ensure(root: Path, ledger: Ledger) -> Path:
+    _regular(ledger_file(root, ledger.name))
     path = database(root, ledger)
     db.ensure(ledger_file(root, ledger.name), path, _fingerprint(ledger), replay.build(ledger), replay.extend(ledger))
     return path
@@ -163,7 +173,7 @@ def _stage(conn: sqlite3.Connection, ledger: Ledger, checked: list[dict], txn: s
 
 
 def _write(path: Path, payload: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     try:
         size = os.fstat(fd).st_size
         if size:
@@ -224,6 +234,7 @@ def compact(root: Path, ledger: Ledger) -> tuple[int, int]:
     """
     path = ledger_file(root, ledger.name)
     with store.locked(path, exclusive=True):
+        _regular(path)
         try:
             data = path.read_bytes()
         except FileNotFoundError:
