@@ -41,6 +41,7 @@ def diverge(repo: Repo) -> None:
 
 
 def test_concurrent_appends_merge_clean_and_both_orders_agree(shared: Repo):
+    assert "merge: docket" in shared.git("check-attr", "merge", ".docket/ledgers/metrics.jsonl")
     diverge(shared)
     main_tip = shared.git("rev-parse", "main").strip()
     main_bytes = ledger_file(shared, "history").read_bytes()

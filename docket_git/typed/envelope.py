@@ -228,7 +228,7 @@ def order(records: list[Record]) -> tuple[list[Record], list[Diagnostic], list[s
 
     The order is layered Kahn: a record's layer is the longest path from a
     root (parents absent from the ledger count as done), SHA-256 order within
-    a layer. Computed in one topological pass rather than round by round.
+    a layer. Rounds are found with in-degree counts, so the cost is O(n log n), not O(n·depth).
     """
     present = {r.sha: r for r in records}
     children: dict[str, list[str]] = {}
@@ -245,24 +245,22 @@ def order(records: list[Record]) -> tuple[list[Record], list[Diagnostic], list[s
             else:
                 diagnostics.append(Diagnostic("missing-parent", r.line, r.id, f"parent {p} is not in the ledger"))
         waiting[r.sha] = count
-    depth: dict[str, int] = {}
-    ready = [s for s, n in waiting.items() if n == 0]
-    for s in ready:
-        depth[s] = 0
+    # Kahn in rounds: a record becomes ready in the round after its last parent, so its round is its
+    # layer (the longest path from a root), and each round sorted by sha is that layer in canonical order.
+    ordered: list[Record] = []
+    ready = sorted(s for s, n in waiting.items() if n == 0)
     while ready:
         nxt = []
         for s in ready:
-            d = depth[s] + 1
+            ordered.append(present[s])
             for c in children.get(s, ()):
-                if depth.get(c, -1) < d:
-                    depth[c] = d
                 waiting[c] -= 1
                 if waiting[c] == 0:
                     nxt.append(c)
+        nxt.sort()
         ready = nxt
     for r in records:
         if waiting[r.sha] > 0:
             diagnostics.append(Diagnostic("cycle", r.line, r.id, "the record's parents form a cycle; skipped"))
-    ordered = sorted((present[s] for s in depth if waiting[s] == 0), key=lambda r: (depth[r.sha], r.sha))
-    heads = sorted(s for s in depth if s not in referenced and waiting[s] == 0)
+    heads = sorted(r.sha for r in ordered if r.sha not in referenced)
     return ordered, diagnostics, heads

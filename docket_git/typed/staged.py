@@ -44,10 +44,10 @@ def faults(rel: str, staged: bytes | None, parents: list[tuple[str, bytes]]) -> 
         return out
     if staged and not staged.endswith(b"\n"):
         out.append(f"{rel} (staged) does not end with a newline")
-    for number, raw in envelope.split_lines(staged):
-        found = envelope.parse_line(raw, number)
-        if isinstance(found, envelope.Diagnostic):
-            out.append(f"{rel} (staged) {found}")
+    _, diagnostics = envelope.read(staged)
+    for found in diagnostics:
+        fix = "; run 'docket ledger compact'" if found.code == "duplicate-record" else ""
+        out.append(f"{rel} (staged) {found}{fix}")
     lines = set(staged.split(b"\n"))
     for label, committed in parents:
         for number, raw in envelope.split_lines(committed):
