@@ -110,7 +110,7 @@ def compile_schema(schema: object) -> Callable[[object], bool]:
     if "type" in schema:
         names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
         kinds = [_JSON_TYPES[n] for n in names if n in _JSON_TYPES]
-        tests.append(lambda v: any(k(v) for k in kinds))
+        tests.append(kinds[0] if len(kinds) == 1 else lambda v: any(k(v) for k in kinds))  # [] accepts nothing
     props = {name: compile_schema(sub) for name, sub in schema.get("properties", {}).items()}
     required = list(schema.get("required", ()))
     closed = schema.get("additionalProperties") is False
