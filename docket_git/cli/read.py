@@ -214,7 +214,7 @@ def _check_staged(against: str | None) -> int:
                 f"{rel} is staged for deletion, and the ledger is append-only; "
                 f"restore it with 'git checkout HEAD -- {rel}'"
             )
-        return 0
+        return _check_staged_typed(root, against)
     code = 0
     if not _staged_valid(found, data):
         code = check_bytes(f"{rel} (staged)", data)
@@ -228,7 +228,17 @@ def _check_staged(against: str | None) -> int:
     if fault:
         typer.echo(f"docket: {fault}", err=True)
         code = 1
-    return code
+    return code | _check_staged_typed(root, against)
+
+
+def _check_staged_typed(root: Path, against: str | None) -> int:
+    """Typed ledgers (.docket/ledgers/*.jsonl): every staged record valid, no committed record lost."""
+    from docket_git.typed import staged as typed_staged
+
+    faults = typed_staged.check(root, against)
+    for fault in faults:
+        typer.echo(f"docket: {fault}", err=True)
+    return 1 if faults else 0
 
 
 def _staged_valid(path: Path, data: bytes) -> bool:

@@ -187,7 +187,21 @@ def _merger_for(path: str) -> Callable[[bytes, bytes, bytes], tuple[bytes, list[
     """
     if _is_claim_ledger(path):
         return lambda base, ours, theirs: merge_ledger(base, ours, theirs, strict=_strict)
+    from docket_git.typed import merge as typed
+
+    if typed.is_typed_ledger(path):
+        return _typed_merge
     return None
+
+
+def _typed_merge(base: bytes, ours: bytes, theirs: bytes) -> tuple[bytes, list[str]]:
+    """A typed ledger: the union of records by sha (``typed.merge.union``)."""
+    from docket_git.typed import merge as typed
+
+    try:
+        return typed.union(base, ours, theirs), []
+    except typed.TypedConflict as exc:
+        raise CannotMerge(str(exc)) from None
 
 
 def _run(target: str, base_path: str, ours_path: str, theirs_path: str) -> list[str]:

@@ -1,5 +1,10 @@
-"""Typed ledgers (log, set, map, table, counter, notes): not built yet.
+"""Typed ledgers (log, set, map, table, counter, notes) in ``.docket/ledgers/<name>.jsonl``.
 
-Will hold the envelope and hash, the operations per type, replay and the SQLite
-projection. May import ``ledger``, ``repo`` and ``errors``.
+``canonical`` (the byte form), ``declare`` (``[ledgers.*]`` in config.toml),
+``envelope`` (hashed records, replay order), ``ops`` (operations per type),
+``replay`` (the SQLite projection), ``db`` (open, prove current, rebuild and
+query a disposable SQLite projection: the layer the core index can share),
+``cite`` (pinned, verifiable citations), ``merge`` (union merge for git),
+``staged`` (the pre-commit check) and ``api`` (what the CLI calls).
+May import ``ledger`` and ``repo``.
 """

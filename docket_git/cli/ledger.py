@@ -1,0 +1,259 @@
+"""``docket ledger ...``: typed ledgers (log, set, map, table, counter, notes) and their SQLite projections."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from docket_git.cli.app import app
+from docket_git.cli.common import usage
+
+ledger_app = typer.Typer(
+    help="Typed ledgers in .docket/ledgers/: append operations, query their SQLite projection, verify notes.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(ledger_app, name="ledger", rich_help_panel="Record")
+
+_CITE = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
+
+
+def _root() -> Path:
+    from docket_git.typed import api
+
+    return api.repo_root(Path.cwd())
+
+
+def _resolve(name: str | None, ltype: str | None = None):
+    from docket_git.typed import api
+
+    root = _root()
+    return root, api.resolve(root, name, ltype)
+
+
+def _json_arg(text: str, what: str) -> object:
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except ValueError as exc:
+        usage(f'{what} is not JSON ({exc}); quote it, e.g. \'{{"operation": "append", "value": 1}}\'')
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _write(name: str | None, ltype: str | None, operations: list[object], txn: str | None) -> None:
+    from docket_git.typed import api
+
+    root, ledger = _resolve(name, ltype)
+    for rid, new in api.append(root, ledger, operations, txn=txn):
+        typer.echo(rid if new else f"{rid} (already recorded)")
+
+
+_TXN = typer.Option(
+    "--txn", metavar="ID", help="Transaction ID: record IDs derive from it, so retrying the same write is a no-op."
+)
+
+
+@ledger_app.command("types")
+def types() -> None:
+    """Print which type fits which need, its operations and its state columns."""
+    from docket_git.typed.declare import NEEDS
+
+    width = max(len(n) for n, *_ in NEEDS)
+    typer.echo(f"{'Need':<{width}}  {'Type':<8} Operations -> state columns")
+    for need, ltype, operations, columns in NEEDS:
+        typer.echo(f"{need:<{width}}  {ltype:<8} {operations} -> {columns}")
+
+
+@ledger_app.command("list")
+def list_() -> None:
+    """List the declared ledgers with their types and files."""
+    from docket_git.typed import api, declare
+
+    root = _root()
+    for name, decl in sorted(declare.load(root).items()):
+        path = api.ledger_file(root, name)
+        schema = " (schema)" if decl.schema is not None else ""
+        key = f" key={decl.key}" if decl.key else ""
+        typer.echo(f"{name}\t{decl.type or 'untyped'}{key}{schema}\t{path.relative_to(root)}")
+
+
+@ledger_app.command("append")
+def append(
+    name: Annotated[str, typer.Argument(help="The ledger, as declared in .docket/config.toml.")],
+    operation: Annotated[
+        str,
+        typer.Argument(help='A JSON object, e.g. \'{"operation": "put", "key": "k", "value": 1}\', or - for JSONL.'),
+    ],
+    txn: Annotated[str | None, _TXN] = None,
+) -> None:
+    """Append one operation (or '-': JSONL operations on stdin, all or nothing); prints each record ID."""
+    if operation == "-":
+        ops = []
+        for number, line in enumerate(sys.stdin.read().splitlines(), start=1):
+            if line.strip():
+                ops.append(_json_arg(line, f"stdin line {number}"))
+        if not ops:
+            usage("no operations on stdin")
+    else:
+        ops = [_json_arg(operation, "OPERATION")]
+    _write(name, None, ops, txn)
+
+
+def _split(args: list[str], wanted: int, shape: str) -> tuple[str | None, list[str]]:
+    if len(args) == wanted + 1:
+        return args[0], args[1:]
+    if len(args) == wanted:
+        return None, args
+    usage(f"expected {shape}")
+
+
+@ledger_app.command("map-put")
+def map_put(
+    args: Annotated[list[str], typer.Argument(metavar="[NAME] KEY VALUE_JSON", help="NAME may be omitted.")],
+    txn: Annotated[str | None, _TXN] = None,
+) -> None:
+    """Put KEY -> VALUE_JSON into a map ledger."""
+    name, (key, value) = _split(args, 2, "[NAME] KEY VALUE_JSON")
+    _write(name, "map", [{"operation": "put", "key": key, "value": _json_arg(value, "VALUE_JSON")}], txn)
+
+
+@ledger_app.command("map-delete")
+def map_delete(
+    args: Annotated[list[str], typer.Argument(metavar="[NAME] KEY", help="NAME may be omitted.")],
+    txn: Annotated[str | None, _TXN] = None,
+) -> None:
+    """Delete KEY from a map ledger (an absent key is harmless)."""
+    name, (key,) = _split(args, 1, "[NAME] KEY")
+    _write(name, "map", [{"operation": "delete", "key": key}], txn)
+
+
+def _citation(text: str) -> dict:
+    match = _CITE.match(text)
+    if not match:
+        usage(f"--cite {text!r}: use PATH, PATH:LINE or PATH:START-END")
+    out: dict = {"type": "repository", "path": match["path"]}
+    if match["start"]:
+        out["start_line"] = int(match["start"])
+        out["end_line"] = int(match["end"] or match["start"])
+    return out
+
+
+@ledger_app.command("note-add")
+def note_add(
+    name: Annotated[
+        str | None, typer.Argument(help="The notes ledger; may be omitted when only one is declared.")
+    ] = None,
+    subject: Annotated[str, typer.Option("--subject", help="What the note is about.")] = "",
+    note: Annotated[str, typer.Option("--note", help="The assertion.")] = "",
+    reason: Annotated[str, typer.Option("--reason", help="Why the evidence supports it.")] = "",
+    cite: Annotated[
+        list[str] | None, typer.Option("--cite", metavar="PATH[:START[-END]]", help="Repository evidence; repeatable.")
+    ] = None,
+    txn: Annotated[str | None, _TXN] = None,
+) -> None:
+    """Add a note with evidence; each citation is pinned to HEAD and the cited lines' hash."""
+    if not cite:
+        usage("note-add needs at least one --cite PATH[:START[-END]]")
+    op = {"operation": "note", "subject": subject, "note": note, "reason": reason}
+    op["citations"] = [_citation(c) for c in cite]
+    _write(name, "notes", [op], txn)
+
+
+@ledger_app.command("note-vote")
+def note_vote(
+    args: Annotated[list[str], typer.Argument(metavar="[NAME] NOTE_ID up|down", help="NAME may be omitted.")],
+    reason: Annotated[str | None, typer.Option("--reason", help="Why (optional).")] = None,
+    txn: Annotated[str | None, _TXN] = None,
+) -> None:
+    """Vote a note up or down after checking its cited evidence (each vote is a new record)."""
+    name, (note_id, vote) = _split(args, 2, "[NAME] NOTE_ID up|down")
+    op: dict = {"operation": "vote", "note_id": note_id, "vote": vote}
+    if reason is not None:
+        op["reason"] = reason
+    _write(name, "notes", [op], txn)
+
+
+@ledger_app.command("query")
+def query(
+    name: Annotated[str, typer.Argument(help="The ledger.")],
+    sql: Annotated[str, typer.Argument(help="One read-only SQL statement.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Rows as a JSON list of objects.")] = False,
+) -> None:
+    """Run read-only SQL on the ledger's SQLite projection (tables: records, state, notes, ...)."""
+    from docket_git.typed import api
+
+    root, ledger = _resolve(name)
+    columns, rows = api.query(root, ledger, sql)
+    if ledger.type == "notes":
+        print(f"# {api.UNTRUSTED}", file=sys.stderr if as_json else sys.stdout)
+    if as_json:
+        typer.echo(json.dumps([dict(zip(columns, row, strict=True)) for row in rows], ensure_ascii=False))
+        return
+    typer.echo("\t".join(columns))
+    for row in rows:
+        typer.echo("\t".join("NULL" if v is None else str(v) for v in row))
+
+
+@ledger_app.command("path")
+def path(name: Annotated[str, typer.Argument(help="The ledger.")]) -> None:
+    """Print the path of the ledger's SQLite projection (brought up to date first)."""
+    from docket_git.typed import api
+
+    root, ledger = _resolve(name)
+    typer.echo(str(api.projection(root, ledger)))
+
+
+@ledger_app.command("check")
+def check(name: Annotated[str, typer.Argument(help="The ledger.")]) -> None:
+    """List every line or record replay skipped, with its line and reason (exit 1 if any)."""
+    from docket_git.typed import api
+
+    root, ledger = _resolve(name)
+    found = api.diagnostics(root, ledger)
+    rel = api.ledger_file(root, ledger.name).relative_to(root)
+    if not found:
+        typer.echo(f"docket: {rel} replays cleanly")
+        return
+    typer.echo(f"docket: {rel} has {len(found)} diagnostic(s); the rest replays")
+    for code, line, rid, detail in found:
+        where = f"line {line}" if line else "ledger"
+        typer.echo(f"  {where}{f' ({rid})' if rid else ''}: {code}: {detail}")
+    raise typer.Exit(1)
+
+
+@ledger_app.command("verify")
+def verify(
+    name: Annotated[str | None, typer.Argument(help="The notes ledger; may be omitted when only one.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per citation.")] = False,
+) -> None:
+    """Check every note's citations against the working tree: unchanged, moved, changed or missing."""
+    from docket_git.typed import api
+
+    root, ledger = _resolve(name, "notes")
+    rows = api.verify(root, ledger)
+    if as_json:
+        typer.echo(json.dumps(rows, ensure_ascii=False))
+        return
+    typer.echo(f"# {api.UNTRUSTED}")
+    for row in rows:
+        lines = f":{row['start_line']}-{row['end_line']}" if row["start_line"] else ""
+        detail = f" ({row['detail']})" if row["detail"] and row["status"] != "unchanged" else ""
+        typer.echo(f"{row['note_id']}\t{row['status']}\t{row['path']}{lines}{detail}")
+
+
+@ledger_app.command("compact")
+def compact(name: Annotated[str, typer.Argument(help="The ledger.")]) -> None:
+    """Rewrite the file in canonical order, keeping every record ID, hash and parent (state unchanged)."""
+    from docket_git.typed import api
+
+    root, ledger = _resolve(name)
+    kept, dropped = api.compact(root, ledger)
+    typer.echo(f"docket: compacted ledger '{ledger.name}': {kept} records kept, {dropped} duplicate line(s) dropped")

@@ -1,0 +1,90 @@
+"""Citations that can be checked: pinned at write time, verified against the working tree later.
+
+When a note is written each repository citation is pinned to the commit
+HEAD names and to the SHA-256 of the cited lines as they are in the working
+tree (the whole file when no lines are given). ``verify`` later says whether
+the evidence still holds: unchanged, moved (the same lines elsewhere in the
+file), changed, or missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+from docket_git.typed.ops import OpError
+
+MAX_BYTES = 16 * 1024 * 1024
+
+
+def _read(root: Path, rel: str) -> bytes | None:
+    """The cited file's bytes, or None when it is missing, not a regular file, or reached through a symlink."""
+    path = root / rel
+    try:
+        if any((root / Path(*Path(rel).parts[:i])).is_symlink() for i in range(1, len(Path(rel).parts) + 1)):
+            return None
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BYTES:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    finally:
+        os.close(fd)
+
+
+def _lines(data: bytes) -> list[bytes]:
+    return data.split(b"\n")[:-1] if data.endswith(b"\n") else data.split(b"\n")
+
+
+def _hash(lines: list[bytes]) -> str:
+    return hashlib.sha256(b"\n".join(lines)).hexdigest()
+
+
+def pin(root: Path, citation: dict, commit: str | None, where: str) -> dict:
+    """The citation with ``commit`` and ``content_sha256`` added; raises ``OpError`` when it cites nothing."""
+    data = _read(root, citation["path"])
+    if data is None:
+        raise OpError(f"{where}.path {citation['path']!r} is not a regular file in the working tree")
+    out = {k: v for k, v in citation.items() if k not in ("commit", "content_sha256")}
+    start = citation.get("start_line")
+    if start is None:
+        digest = hashlib.sha256(data).hexdigest()
+    else:
+        end = citation.get("end_line", start)
+        lines = _lines(data)
+        if end > len(lines):
+            raise OpError(f"{where}: {citation['path']} has {len(lines)} lines; line {end} does not exist")
+        digest = _hash(lines[start - 1 : end])
+    if commit:
+        out["commit"] = commit
+    out["content_sha256"] = digest
+    return out
+
+
+def verify(root: Path, citation: dict) -> tuple[str, str]:
+    """(status, detail) of a citation now: unchanged, moved, changed, missing or unpinned."""
+    data = _read(root, citation["path"])
+    if data is None:
+        return "missing", f"{citation['path']} is not in the working tree"
+    pinned = citation.get("content_sha256")
+    if not pinned:
+        return "unpinned", "the note carries no content hash; inspect the source by hand"
+    start = citation.get("start_line")
+    if start is None:
+        ok = hashlib.sha256(data).hexdigest() == pinned
+        return ("unchanged", "") if ok else ("changed", "the file's content differs from when the note was written")
+    end = citation.get("end_line") or start
+    lines = _lines(data)
+    width = end - start + 1
+    if end <= len(lines) and _hash(lines[start - 1 : end]) == pinned:
+        return "unchanged", ""
+    for first in range(0, max(0, len(lines) - width + 1)):
+        if _hash(lines[first : first + width]) == pinned:
+            return "moved", f"now at lines {first + 1}-{first + width}"
+    return "changed", f"lines {start}-{end} no longer hold the cited content"

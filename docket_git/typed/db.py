@@ -1,0 +1,162 @@
+"""Disposable SQLite projections of a file: one way to place, prove current, rebuild, extend and query them.
+
+Self-contained (stdlib ``sqlite3`` and platformdirs only) so that any
+append-only file docket keeps can be projected the same way: a caller gives
+the source file, a fingerprint of everything else the projection depends on
+(code version, declaration), a ``build`` that fills an empty database from the
+file's bytes and, optionally, an ``extend`` that applies the bytes appended past an old size.
+
+Proof of currency is the ``_source`` row: the file's size, mtime, ctime and
+inode as of the last build or write, the SHA-256 of its content when known,
+and the fingerprint. A matching stat proves the database current in O(1);
+a grown file whose old prefix still hashes the same is extended; anything
+else is rebuilt into a temporary file and swapped in atomically, so a reader
+never sees a half-built database. Queries open the file read-only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+Build = Callable[[sqlite3.Connection, bytes], None]
+Extend = Callable[[sqlite3.Connection, bytes, int], bool]
+
+_SOURCE_DDL = (
+    "CREATE TABLE IF NOT EXISTS _source (id INTEGER PRIMARY KEY CHECK (id = 1), path TEXT NOT NULL, "
+    "size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, ctime_ns INTEGER NOT NULL, ino INTEGER NOT NULL, "
+    "digest TEXT, fingerprint TEXT NOT NULL)"
+)
+
+
+def cache_path(kind: str, source: Path) -> Path:
+    """Where the projection of source lives: the user cache dir, keyed by kind and the file's real path."""
+    from platformdirs import user_cache_dir
+
+    key = hashlib.sha256(str(source.resolve()).encode()).hexdigest()[:32]
+    return Path(user_cache_dir("docket-git")) / kind / f"{key}.sqlite"
+
+
+def _stat(source: Path) -> tuple[int, int, int, int]:
+    try:
+        st = os.stat(source)
+    except FileNotFoundError:
+        return (0, 0, 0, 0)
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+@contextlib.contextmanager
+def lock(db_path: Path) -> Iterator[None]:
+    """Hold the projection's exclusive lock (held across prove-current, rebuild and writes)."""
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(db_path.with_name(db_path.name + ".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def _source_row(db_path: Path) -> tuple | None:
+    if not db_path.exists():
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+        try:
+            return conn.execute("SELECT size, mtime_ns, ctime_ns, ino, digest, fingerprint FROM _source").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+
+
+def is_current(db_path: Path, source: Path, fingerprint: str) -> bool:
+    """True when the projection at db_path provably reflects source's current bytes (O(1): a stat)."""
+    row = _source_row(db_path)
+    return row is not None and row[5] == fingerprint and tuple(row[:4]) == _stat(source)
+
+
+def stamp(conn: sqlite3.Connection, source: Path, fingerprint: str, digest: str | None) -> None:
+    """Record source's current stat (and content digest, when known) as what the projection reflects."""
+    conn.execute(_SOURCE_DDL)
+    size, mtime, ctime, ino = _stat(source)
+    conn.execute(
+        "INSERT OR REPLACE INTO _source VALUES (1, ?, ?, ?, ?, ?, ?, ?)",
+        (str(source), size, mtime, ctime, ino, digest, fingerprint),
+    )
+
+
+def ensure(source: Path, db_path: Path, fingerprint: str, build: Build, extend: Extend | None = None) -> str:
+    """Make db_path current for source (call under ``lock``); returns "current", "extended" or "rebuilt"."""
+    row = _source_row(db_path)
+    if row is not None and row[5] == fingerprint and tuple(row[:4]) == _stat(source):
+        return "current"
+    try:
+        data = source.read_bytes()
+    except FileNotFoundError:
+        data = b""
+    digest = hashlib.sha256(data).hexdigest()
+    if row is not None and row[5] == fingerprint and row[4] is not None and extend is not None:
+        old = row[0]
+        if len(data) >= old and hashlib.sha256(data[:old]).hexdigest() == row[4]:
+            conn = writer(db_path)
+            try:
+                if extend(conn, data, old):
+                    stamp(conn, source, fingerprint, digest)
+                    conn.execute("COMMIT")
+                    return "extended"
+                conn.execute("ROLLBACK")
+            finally:
+                conn.close()
+    rebuild(source, db_path, fingerprint, build, data, digest)
+    return "rebuilt"
+
+
+def rebuild(source: Path, db_path: Path, fingerprint: str, build: Build, data: bytes, digest: str | None) -> None:
+    """Build a fresh projection of data in a temporary file and swap it in atomically."""
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = db_path.with_name(f".{db_path.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    conn = sqlite3.connect(tmp, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=OFF")
+        conn.execute("PRAGMA synchronous=OFF")
+        conn.execute("BEGIN")
+        build(conn, data)
+        stamp(conn, source, fingerprint, digest)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.close()
+        tmp.unlink(missing_ok=True)
+        raise
+    conn.close()
+    os.replace(tmp, db_path)
+    for suffix in ("-journal", "-wal", "-shm"):
+        Path(str(db_path) + suffix).unlink(missing_ok=True)
+
+
+def writer(db_path: Path) -> sqlite3.Connection:
+    """A read-write connection with an open write transaction (``COMMIT`` or ``ROLLBACK`` it)."""
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    conn.execute("BEGIN IMMEDIATE")
+    return conn
+
+
+def reader(db_path: Path) -> sqlite3.Connection:
+    """A read-only connection: the file is opened with mode=ro and the connection is query_only."""
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    conn.execute("PRAGMA query_only = ON")
+    return conn
+
+
+def query(db_path: Path, sql: str, params: tuple = ()) -> tuple[list[str], list[tuple]]:
+    """Run one read-only statement; (column names, rows). Raises ``sqlite3.Error``."""
+    conn = reader(db_path)
+    try:
+        cursor = conn.execute(sql, params)
+        columns = [d[0] for d in cursor.description or ()]
+        return columns, cursor.fetchall()
+    finally:
+        conn.close()

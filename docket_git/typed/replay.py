@@ -1,0 +1,332 @@
+"""Replay a typed ledger into its SQLite projection: generic tables, per-type state, notes.
+
+A full replay reads every record, orders them canonically, applies each
+valid operation to an in-memory state (notes first, then votes) and writes
+the tables in bulk. A record whose operation is invalid is skipped and
+reported in ``diagnostics``; the rest replays. ``SqlState`` lets an append
+apply its operations to the projection's rows directly, with no replay.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+
+from docket_git.ledger import store
+from docket_git.typed import canonical, envelope, ops
+from docket_git.typed.declare import Ledger
+
+PROJECTION_VERSION = 1
+OUTPUT_VERSION = 1
+
+GENERIC_DDL = """
+CREATE TABLE records (ordinal INTEGER PRIMARY KEY, id TEXT NOT NULL, sha TEXT NOT NULL UNIQUE, type TEXT NOT NULL,
+                      timestamp TEXT NOT NULL, payload TEXT NOT NULL, line INTEGER NOT NULL);
+CREATE TABLE parents (child_sha TEXT NOT NULL, parent_sha TEXT NOT NULL, PRIMARY KEY (child_sha, parent_sha));
+CREATE TABLE diagnostics (ordinal INTEGER PRIMARY KEY, code TEXT NOT NULL, line INTEGER, id TEXT, detail TEXT);
+CREATE TABLE heads (sha TEXT PRIMARY KEY);
+CREATE TABLE replay_metadata (ledger_name TEXT NOT NULL, ledger_type TEXT, projection_version INTEGER NOT NULL,
+                      record_count INTEGER NOT NULL, script_sha256 TEXT NOT NULL, output_version INTEGER NOT NULL,
+                      table_name TEXT NOT NULL, columns_json TEXT NOT NULL);
+"""
+#: Created after the bulk insert of a full replay: building an index once is faster than maintaining it.
+GENERIC_INDEXES = """
+CREATE INDEX records_by_id ON records(id);
+CREATE INDEX records_by_type_time ON records(type, timestamp);
+CREATE INDEX parents_by_parent ON parents(parent_sha);
+CREATE INDEX diagnostics_by_code ON diagnostics(code);
+"""
+
+STATE_COLUMNS = {
+    "log": (("position", "INTEGER"), ("value", "TEXT")),
+    "set": (("identity", "TEXT"), ("value", "TEXT")),
+    "map": (("key", "TEXT"), ("value", "TEXT")),
+    "table": (("key", "TEXT"), ("value", "TEXT")),
+    "counter": (("name", "TEXT"), ("value", "INTEGER")),
+}
+
+NOTES_DDL = """
+CREATE TABLE notes (id TEXT NOT NULL PRIMARY KEY, subject TEXT, note TEXT, reason TEXT, created_at TEXT,
+                    record_sha TEXT);
+CREATE TABLE note_citations (note_id TEXT NOT NULL, ordinal INTEGER NOT NULL, citation_type TEXT, path TEXT,
+                    start_line INTEGER, end_line INTEGER, commit_sha TEXT, content_sha256 TEXT,
+                    PRIMARY KEY (note_id, ordinal));
+CREATE TABLE note_votes (record_id TEXT NOT NULL PRIMARY KEY, note_id TEXT, vote TEXT, reason TEXT, created_at TEXT);
+CREATE INDEX note_votes_by_note ON note_votes(note_id);
+CREATE VIEW note_state AS
+WITH v AS (
+  SELECT note_id,
+         SUM(vote = 'up') AS upvotes,
+         SUM(vote = 'down') AS downvotes,
+         MAX(created_at) AS last_vote_at,
+         MAX(CASE WHEN vote = 'up' THEN created_at END) AS last_positive_vote_at
+  FROM note_votes GROUP BY note_id)
+SELECT n.id AS note_id,
+       COALESCE(v.upvotes, 0) AS upvotes,
+       COALESCE(v.downvotes, 0) AS downvotes,
+       COALESCE(v.upvotes, 0) - COALESCE(v.downvotes, 0) AS net_votes,
+       v.last_vote_at,
+       v.last_positive_vote_at
+FROM notes n LEFT JOIN v ON v.note_id = n.id;
+"""
+
+NOTE_TABLES = {
+    "notes": (("id", "text"), ("subject", "text"), ("note", "text"), ("reason", "text"), ("created_at", "text"),
+              ("record_sha", "text")),
+    "note_citations": (("note_id", "text"), ("ordinal", "integer"), ("citation_type", "text"), ("path", "text"),
+                       ("start_line", "integer"), ("end_line", "integer"), ("commit_sha", "text"),
+                       ("content_sha256", "text")),
+    "note_votes": (("record_id", "text"), ("note_id", "text"), ("vote", "text"), ("reason", "text"),
+                   ("created_at", "text")),
+    "note_state": (("note_id", "text"), ("upvotes", "integer"), ("downvotes", "integer"), ("net_votes", "integer"),
+                   ("last_vote_at", "text"), ("last_positive_vote_at", "text")),
+}  # fmt: skip
+
+
+def _key_column(ltype: str) -> str:
+    return STATE_COLUMNS[ltype][0][0]
+
+
+def create_tables(conn: sqlite3.Connection, ledger: Ledger) -> None:
+    """The generic tables plus the ledger type's state tables, empty."""
+    # Statement by statement: executescript would commit the caller's transaction.
+    _script(conn, GENERIC_DDL)
+    if ledger.type in STATE_COLUMNS:
+        (key, ktype), (value, vtype) = STATE_COLUMNS[ledger.type]
+        conn.execute(f'CREATE TABLE state ("{key}" {ktype} NOT NULL PRIMARY KEY, "{value}" {vtype})')
+    elif ledger.type == "notes":
+        _script(conn, NOTES_DDL)
+
+
+def _script(conn: sqlite3.Connection, ddl: str) -> None:
+    for statement in ddl.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+def _metadata_rows(ledger: Ledger, count: int) -> list[tuple]:
+    script = hashlib.sha256(f"builtin:{ledger.type or 'records'}".encode()).hexdigest()
+    if ledger.type in STATE_COLUMNS:
+        tables = {
+            "state": [
+                (n, t.lower() if n != "value" or t == "INTEGER" else "json") for n, t in STATE_COLUMNS[ledger.type]
+            ]
+        }
+    elif ledger.type == "notes":
+        tables = {name: list(cols) for name, cols in NOTE_TABLES.items()}
+    else:
+        tables = {"records": [("ordinal", "integer"), ("id", "text"), ("sha", "text"), ("type", "text"),
+                              ("timestamp", "text"), ("payload", "json"), ("line", "integer")]}  # fmt: skip
+    return [
+        (ledger.name, ledger.type, PROJECTION_VERSION, count, script, OUTPUT_VERSION, name,
+         json.dumps([{"name": n, "type": t} for n, t in cols]))
+        for name, cols in tables.items()
+    ]  # fmt: skip
+
+
+class MemState:
+    """The state of a full replay, in memory."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, object] = {}
+        self.log: list[object] = []
+        self.notes: dict[str, tuple] = {}
+        self.citations: list[tuple] = []
+        self.votes: list[tuple] = []
+
+    def get(self, key: str) -> object | None:
+        return self.items.get(key)
+
+    def put(self, key: str, value: object) -> None:
+        self.items[key] = value
+
+    def delete(self, key: str) -> None:
+        self.items.pop(key, None)
+
+    def log_append(self, value: object) -> None:
+        self.log.append(value)
+
+    def has_note(self, note_id: str) -> bool:
+        return note_id in self.notes
+
+    def add_note(self, note_id: str, op: dict, created_at: str, sha: str) -> None:
+        self.notes[note_id] = (note_id, op["subject"], op["note"], op["reason"], created_at, sha)
+        self.citations.extend(_citation_rows(note_id, op))
+
+    def add_vote(self, record_id: str, op: dict, created_at: str) -> None:
+        self.votes.append((record_id, op["note_id"], op["vote"], op.get("reason"), created_at))
+
+
+def _citation_rows(note_id: str, op: dict) -> list[tuple]:
+    return [
+        (note_id, i, c["type"], c["path"], c.get("start_line"), c.get("end_line"), c.get("commit"),
+         c.get("content_sha256"))
+        for i, c in enumerate(op["citations"])
+    ]  # fmt: skip
+
+
+class SqlState:
+    """The projection's own rows as a state: an append changes only the rows its operations touch."""
+
+    def __init__(self, conn: sqlite3.Connection, ledger: Ledger) -> None:
+        self.conn = conn
+        self.ledger = ledger
+        self.key = _key_column(ledger.type) if ledger.type in STATE_COLUMNS else ""
+
+    def get(self, key: str) -> object | None:
+        row = self.conn.execute(f'SELECT value FROM state WHERE "{self.key}" = ?', (key,)).fetchone()
+        if row is None:
+            return None
+        return row[0] if self.ledger.type == "counter" else json.loads(row[0])
+
+    def put(self, key: str, value: object) -> None:
+        stored = value if self.ledger.type == "counter" else canonical.dumps(value)
+        self.conn.execute(f'INSERT OR REPLACE INTO state ("{self.key}", value) VALUES (?, ?)', (key, stored))
+
+    def delete(self, key: str) -> None:
+        self.conn.execute(f'DELETE FROM state WHERE "{self.key}" = ?', (key,))
+
+    def log_append(self, value: object) -> None:
+        (count,) = self.conn.execute("SELECT COALESCE(MAX(position) + 1, 0) FROM state").fetchone()
+        self.conn.execute("INSERT INTO state (position, value) VALUES (?, ?)", (count, canonical.dumps(value)))
+
+    def has_note(self, note_id: str) -> bool:
+        return self.conn.execute("SELECT 1 FROM notes WHERE id = ?", (note_id,)).fetchone() is not None
+
+    def add_note(self, note_id: str, op: dict, created_at: str, sha: str) -> None:
+        self.conn.execute(
+            "INSERT INTO notes VALUES (?, ?, ?, ?, ?, ?)",
+            (note_id, op["subject"], op["note"], op["reason"], created_at, sha),
+        )
+        self.conn.executemany("INSERT INTO note_citations VALUES (?, ?, ?, ?, ?, ?, ?, ?)", _citation_rows(note_id, op))
+
+    def add_vote(self, record_id: str, op: dict, created_at: str) -> None:
+        self.conn.execute(
+            "INSERT INTO note_votes VALUES (?, ?, ?, ?, ?)",
+            (record_id, op["note_id"], op["vote"], op.get("reason"), created_at),
+        )
+
+
+def step(ledger: Ledger, record: envelope.Record, state: ops.State) -> None:
+    """Validate and apply one record's operation; raises ``ops.OpError``."""
+    op = ops.validate(ledger, record.payload, trusted=True)
+    if ledger.type is None:
+        return
+    if record.type != op["operation"]:
+        raise ops.OpError(f"the record type {record.type!r} differs from its operation {op['operation']!r}")
+    ops.apply(ledger, op, record.id, record.timestamp, record.sha, state)
+
+
+def replay(ledger: Ledger, data: bytes) -> tuple[list[envelope.Record], MemState, list[envelope.Diagnostic], list[str]]:
+    """Records in replay order, the resulting state, every diagnostic, and the heads."""
+    records, diagnostics = envelope.read(data)
+    ordered, more, heads = envelope.order(records)
+    diagnostics += more
+    state = MemState()
+    if ledger.type == "notes":
+        # Notes first, then votes, so a vote never fails merely because it sorts before its note.
+        passes = [[r for r in ordered if r.type != "vote"], [r for r in ordered if r.type == "vote"]]
+    else:
+        passes = [ordered]
+    for batch in passes:
+        for record in batch:
+            try:
+                step(ledger, record, state)
+            except ops.OpError as exc:
+                diagnostics.append(envelope.Diagnostic("invalid-operation", record.line, record.id, f"{exc}; skipped"))
+    return ordered, state, diagnostics, heads
+
+
+def state_rows(ledger: Ledger, state: MemState) -> list[tuple]:
+    """The ``state`` table's rows, sorted by key."""
+    text = canonical.dumps_parsed  # values come from records whose canonical form replay checked
+    if ledger.type == "log":
+        return [(i, text(v)) for i, v in enumerate(state.log)]
+    if ledger.type == "counter":
+        return sorted(state.items.items())
+    return sorted((k, text(v)) for k, v in state.items.items())
+
+
+def build(ledger: Ledger) -> callable:
+    """A ``db.Build`` that fills an empty database with a full replay of the ledger file's bytes."""
+
+    def _build(conn: sqlite3.Connection, data: bytes) -> None:
+        with store.gc_paused():  # parsed records hold no cycles; the collector would only rescan them
+            ordered, state, diagnostics, heads = replay(ledger, data)
+        create_tables(conn, ledger)
+        conn.executemany(
+            "INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?)",
+            ((i, r.id, r.sha, r.type, r.timestamp, r.payload_text, r.line) for i, r in enumerate(ordered)),
+        )
+        conn.executemany(
+            "INSERT OR IGNORE INTO parents VALUES (?, ?)", ((r.sha, p) for r in ordered for p in r.parents)
+        )
+        write_diagnostics(conn, diagnostics)
+        conn.executemany("INSERT INTO heads VALUES (?)", ((h,) for h in heads))
+        if ledger.type in STATE_COLUMNS:
+            conn.executemany("INSERT INTO state VALUES (?, ?)", state_rows(ledger, state))
+        elif ledger.type == "notes":
+            conn.executemany("INSERT INTO notes VALUES (?, ?, ?, ?, ?, ?)", state.notes.values())
+            conn.executemany("INSERT INTO note_citations VALUES (?, ?, ?, ?, ?, ?, ?, ?)", state.citations)
+            conn.executemany("INSERT INTO note_votes VALUES (?, ?, ?, ?, ?)", state.votes)
+        conn.executemany(
+            "INSERT INTO replay_metadata VALUES (?, ?, ?, ?, ?, ?, ?, ?)", _metadata_rows(ledger, len(ordered))
+        )
+        _script(conn, GENERIC_INDEXES)
+
+    return _build
+
+
+def write_diagnostics(conn: sqlite3.Connection, diagnostics: list[envelope.Diagnostic]) -> None:
+    """Add diagnostics to the projection's table, sorted by line for a stable listing."""
+    rows = sorted(diagnostics, key=lambda d: (d.line or 0, d.code))
+    conn.executemany(
+        "INSERT INTO diagnostics (code, line, id, detail) VALUES (?, ?, ?, ?)",
+        ((d.code, d.line, d.id, d.detail) for d in rows),
+    )
+
+
+def apply_new(conn: sqlite3.Connection, ledger: Ledger, record: envelope.Record) -> None:
+    """Add one record that follows every current head to the projection, applying its operation."""
+    (ordinal,) = conn.execute("SELECT COALESCE(MAX(ordinal) + 1, 0) FROM records").fetchone()
+    step(ledger, record, SqlState(conn, ledger))
+    conn.execute(
+        "INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (ordinal, record.id, record.sha, record.type, record.timestamp, record.payload_text, record.line),
+    )
+    conn.executemany("INSERT INTO parents VALUES (?, ?)", ((record.sha, p) for p in record.parents))
+    conn.execute("DELETE FROM heads")
+    conn.execute("INSERT INTO heads VALUES (?)", (record.sha,))
+    conn.execute("UPDATE replay_metadata SET record_count = record_count + 1")
+
+
+def heads(conn: sqlite3.Connection) -> list[str]:
+    """The projection's current heads, sorted."""
+    return [row[0] for row in conn.execute("SELECT sha FROM heads ORDER BY sha")]
+
+
+def extend(ledger: Ledger) -> callable:
+    """A ``db.Extend``: apply appended lines when each follows exactly the current heads, else ask for a rebuild."""
+
+    def _extend(conn: sqlite3.Connection, data: bytes, start: int) -> bool:
+        if ledger.type == "notes" and conn.execute("SELECT 1 FROM diagnostics LIMIT 1").fetchone():
+            return False  # a new note could revive a skipped vote: only a full replay decides
+        tail = data[start:]
+        if (start and not data[:start].endswith(b"\n")) or not tail.endswith(b"\n"):
+            return False
+        lines = data.count(b"\n", 0, start)
+        for raw in tail.split(b"\n")[:-1]:
+            lines += 1
+            found = envelope.parse_line(raw, lines)
+            if isinstance(found, envelope.Diagnostic) or list(found.parents) != heads(conn):
+                return False
+            if conn.execute("SELECT 1 FROM records WHERE id = ? OR sha = ?", (found.id, found.sha)).fetchone():
+                return False
+            try:
+                apply_new(conn, ledger, found)
+            except ops.OpError:
+                return False
+        return True
+
+    return _extend
