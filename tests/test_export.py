@@ -138,7 +138,7 @@ def test_mermaid_parses_and_draws_every_current_record(repo: Repo) -> None:
 def _need(tool: str) -> str:
     found = shutil.which(tool)
     if found is None:
-        if os.environ.get("DOCKET_REQUIRE_TOOLS"):
+        if os.environ.get("REQUIRE_TEST_TOOLS"):
             pytest.fail(f"{tool} is missing; .ci/run installs it (apt-get install graphviz chromium)")
         pytest.skip(f"{tool} is not installed")
     return found
