@@ -72,13 +72,16 @@ def list_(
         typer.echo("docket: nothing recorded", err=True)
         return
     width = shutil.get_terminal_size((100, 24)).columns
+    from docket_git.cli import colour
+
+    paint = colour.enabled(sys.stdout)
     out: list[str] = []
     for v in views:
         if oneline:
             line = f"{v['id']:<5} {v['state']:<9} {v['text']}"
             out.append(line if len(line) <= width else line[: max(width - 1, 20)] + "…")
             continue
-        line = f"{v['id']}  {v['state']}  {v['text']}"
+        line = f"{v['id']}  {colour.state(v['state'], v['state'], paint)}  {v['text']}"
         if v.get("supports"):
             line += f"  <- {_formula(v)}"
         if v["retired_by"]:
