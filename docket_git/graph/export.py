@@ -154,11 +154,6 @@ def to_mermaid(
         lines.append(f"    {e.source} {_MERMAID_ARROWS[e.relation]}|{_mermaid_text(e.label)}| {e.target}")
         if e.relation == "depends_on" and (e.source, e.target) in blocked:
             red.append(i)
-    for state, colour in STATE_COLOURS.items():
-        lines.append(f"    classDef {state} fill:{colour},stroke:#374151,color:#111")
-    lines.append("    classDef retired fill:#f9fafb,stroke:#9ca3af,stroke-dasharray:5 5,color:#6b7280")
-    lines.append(f"    classDef blocked stroke:{BLOCKED},stroke-width:3px")
-    lines.append("    classDef context fill:#ffffff,stroke:#9ca3af,color:#6b7280")
     groups: dict[str, list[str]] = {}
     for n in entries:
         groups.setdefault("retired" if n["retired_by"] else n["state"], []).append(n["id"])
@@ -167,6 +162,12 @@ def to_mermaid(
     for n in entries:
         if _is_blocked(n):
             groups.setdefault("blocked", []).append(n["id"])
+    styles = {state: f"fill:{colour},stroke:#374151,color:#111" for state, colour in STATE_COLOURS.items()}
+    styles["retired"] = "fill:#f9fafb,stroke:#9ca3af,stroke-dasharray:5 5,color:#6b7280"
+    styles["blocked"] = f"stroke:{BLOCKED},stroke-width:3px"
+    styles["context"] = "fill:#ffffff,stroke:#9ca3af,color:#6b7280"
+    for name in groups:  # only the classes in use: a pasted block stays short
+        lines.append(f"    classDef {name} {styles[name]}")
     for name, ids in groups.items():
         lines.append(f"    class {','.join(ids)} {name}")
     if red:
