@@ -121,16 +121,16 @@ def to_csv(entries: Sequence[dict]) -> tuple[str, str]:
 
 
 def _mermaid_text(text: str) -> str:
-    """Label text safe inside a quoted Mermaid label (entity codes for the characters it parses)."""
-    out = []
-    for ch in text:
-        if ch in '"#<>&`':
-            out.append(f"#{ord(ch)};")
-        else:
-            out.append(ch)
-    return "".join(out)
+    """Label text safe inside a quoted Mermaid label.
+
+    HTML named entities, because Mermaid renders labels as HTML; its own
+    ``#code;`` entity syntax is avoided (and ``#`` itself escaped as ``&num;``):
+    Mermaid 11 leaves those codes undecoded in rendered labels.
+    """
+    return "".join(_MERMAID_ENTITIES.get(ch, ch) for ch in text)
 
 
+_MERMAID_ENTITIES = {"&": "&amp;", '"': "&quot;", "<": "&lt;", ">": "&gt;", "#": "&num;"}
 _MERMAID_SHAPES = {"claim": ('(["', '"])'), "decision": ('["', '"]'), "question": ('{{"', '"}}')}
 _MERMAID_ARROWS = {"supports": "-->", "depends_on": "-.->", "answers": "-->", "supersedes": "==>"}
 
