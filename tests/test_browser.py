@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from .cdp import Browser, find_chromium
-from .conftest import Repo, rec
+from .conftest import DOCKET, Repo, rec
 from .graph_fixture import fixture_records, seed_fixture
 
 DOCS_SHOT = Path(__file__).resolve().parent.parent / "docs" / "graph.png"
@@ -155,3 +157,80 @@ def test_ten_thousand_records_open_without_hanging(repo: Repo, browser: Browser,
 def test_fixture_records_cover_every_relation() -> None:
     fields = {f for r in fixture_records() for f in ("supports", "depends_on", "answers", "supersedes") if r[f]}
     assert fields == {"supports", "depends_on", "answers", "supersedes"}
+
+
+def _transform(browser: Browser) -> tuple[float, float, float]:
+    value = browser.evaluate("document.getElementById('viewport').getAttribute('transform')")
+    numbers = [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?(?:e-?\d+)?", value)]
+    return numbers[0], numbers[1], numbers[2]
+
+
+def test_page_pans_zooms_filters_by_state_and_focuses(repo: Repo, browser: Browser, tmp_path: Path) -> None:
+    seed_fixture(repo)
+    open_page(repo, browser, tmp_path)
+    # The wheel zooms in around the pointer.
+    x, y, k = _transform(browser)
+    browser.call("Input.dispatchMouseEvent", session=True, type="mouseWheel", x=600, y=400, deltaX=0, deltaY=-200)
+    assert _transform(browser)[2] > k
+    # Dragging the background pans by the distance dragged.
+    x, y, k = _transform(browser)
+    browser.call("Input.dispatchMouseEvent", session=True, type="mousePressed", x=900, y=800, button="left", buttons=1)
+    browser.call("Input.dispatchMouseEvent", session=True, type="mouseMoved", x=1000, y=850, button="left", buttons=1)
+    browser.call("Input.dispatchMouseEvent", session=True, type="mouseReleased", x=1000, y=850, button="left")
+    nx, ny, nk = _transform(browser)
+    assert (round(nx - x), round(ny - y), nk) == (100, 50, k)
+
+    # The state filter keeps one effective state.
+    browser.evaluate(
+        "(() => { const s = document.getElementById('state'); s.value = 'adopted';"
+        " s.dispatchEvent(new Event('change')); })()"
+    )
+    assert sorted(drawn(browser)) == ["d5", "d6", "d7"]
+    browser.evaluate(
+        "(() => { const s = document.getElementById('state'); s.value = ''; s.dispatchEvent(new Event('change')); })()"
+    )
+
+    # Focus: the selection and its neighbours, one step, then two.
+    browser.click_selector("#node-d7")
+    browser.click_selector("#focus")
+    browser.evaluate(
+        "(() => { const s = document.getElementById('depth'); s.value = '1'; s.dispatchEvent(new Event('change')); })()"
+    )
+    assert sorted(drawn(browser)) == ["d6", "d7"]
+    browser.evaluate(
+        "(() => { const s = document.getElementById('depth'); s.value = '2'; s.dispatchEvent(new Event('change')); })()"
+    )
+    assert sorted(drawn(browser)) == ["d5", "d6", "d7"]  # c4 is two steps away too, but retired
+
+    # An ID in the details is a link to that record.
+    browser.click_selector("#details a.ref[data-ref='d6']")
+    assert browser.evaluate("document.querySelector('#details h2').textContent") == "d6  decision  adopted"
+    assert browser.evaluate("window.docketGraph.selected()") == "d6"
+    assert browser.errors() == []
+
+
+def test_graph_open_hands_the_page_to_the_browser(repo: Repo, tmp_path: Path) -> None:
+    seed_fixture(repo)
+    opener = tmp_path / "open.sh"
+    opened = tmp_path / "opened.txt"
+    opener.write_text(f'#!/bin/sh\necho "$1" > {opened}\n')
+    opener.chmod(0o755)
+    page = tmp_path / "page.html"
+    result = subprocess.run(
+        [DOCKET, "graph", "--out", str(page), "--open"],
+        cwd=repo.path,
+        env={**repo.env, "BROWSER": str(opener)},
+        capture_output=True,
+        text=True,
+    )
+    assert (result.returncode, result.stdout) == (0, f"{page}\n"), result.stderr
+    assert opened.read_text().strip() == page.resolve().as_uri()
+    failed = subprocess.run(
+        [DOCKET, "graph", "--out", str(page), "--open"],
+        cwd=repo.path,
+        env={**repo.env, "BROWSER": "false"},
+        capture_output=True,
+        text=True,
+    )
+    assert failed.returncode == 1
+    assert failed.stderr == f"docket: no browser to open; open {page} yourself\n"
