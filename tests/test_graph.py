@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 from docket_git.graph import projection
 
@@ -99,3 +101,24 @@ def test_graph_json_is_deterministic(repo: Repo) -> None:
     first = repo.ok("graph", "--json").out
     assert first == repo.ok("graph", "--json").out
     json.loads(first)
+
+
+def test_graph_page_default_location_and_unwritable_out(repo: Repo) -> None:
+    seed_fixture(repo)
+    before = repo.ledger.read_bytes()
+    # By default the page goes to the user cache dir, never into the repository.
+    path = repo.ok("graph").out.strip()
+    assert path.startswith(repo.env["XDG_CACHE_HOME"]) and path.endswith(".html")
+    text = Path(path).read_text(encoding="utf-8")
+    assert "/*DOCKET_GRAPH_DATA*/" not in text and '"version":2' in text
+    # Nothing in the page reaches for the network: no src/href to anything, a CSP forbidding it.
+    assert "default-src 'none'" in text
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text)
+    assert (
+        "<\\/script>" not in text and "</script>" not in text.split('id="docket-data">', 1)[1].split("</script>", 1)[0]
+    )
+    assert not list(repo.path.rglob("*.html"))
+    bad = repo.docket("graph", "--out", "/dev/null/page.html")
+    assert bad.code == 1 and bad.err.startswith("docket: cannot write /dev/null/page.html")
+    assert "Traceback" not in bad.err
+    assert repo.ledger.read_bytes() == before
