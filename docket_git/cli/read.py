@@ -82,6 +82,9 @@ def list_(
         typer.echo("docket: nothing recorded", err=True)
         return
     width = shutil.get_terminal_size((100, 24)).columns
+    from docket_git.cli import colour
+
+    paint = colour.enabled(sys.stdout)
     out: list[str] = []
     for v in views:
         if oneline:
@@ -89,7 +92,7 @@ def list_(
             line = f"{v['id']:<5} {v['state']:<9} {one_line(v['text'])}{retired}"
             out.append(line if len(line) <= width else line[: max(width - 1, 20)] + "…")
             continue
-        line = f"{v['id']}  {v['state']}  {one_line(v['text'])}"
+        line = f"{v['id']}  {colour.state(v['state'], v['state'], paint)}  {one_line(v['text'])}"
         if v.get("supports"):
             line += f"  <- {_formula(v)}"
         if v["retired_by"]:
