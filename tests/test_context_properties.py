@@ -138,3 +138,44 @@ def test_delta_invariants(records: list[dict], limit: int, data: st.DataObject) 
     assert text == compose_delta(snapshot(records), defaults(), baseline, since, identity="repo", max_chars=limit)
     added = len(records) - cut
     assert f"# changed: {added} added, " in text
+
+
+#: The footer's lines at their longest, per the documented format (docs/context.md): every optional
+#: line present, the longest coverage line, numbers as wide as the ledger's record count allows.
+def _footer_bound(records: int) -> int:
+    n = "9" * len(str(records))
+    lines = [
+        f"# full text: {n}; index: {n}; retired: {n}.",
+        f"# Not listed: {n}; reach them with docket list.",
+        f"# Related records in index only: {n}; formulas remain complete.",
+        "# Coverage: task matches and their prerequisites covered. Selected ledger data only.",
+        "# Declared grounds; evidence not freshly verified.",
+        "# Retrieve full record: docket show RECORD_ID --json",
+    ]
+    return sum(len(line) + 1 for line in lines)
+
+
+@SETTINGS
+@given(ledgers(), REQUESTS, st.integers(512, 6000))
+def test_top_record_is_in_full_when_its_block_fits(records: list[dict], request: dict, budget: int) -> None:
+    """For any budget: if the top-ranked record's block plus the header and footer fit, it is in full text."""
+    request = {k: v for k, v in request.items() if k != "max_chars"}
+    roomy = brief(records, max_chars=10**7, **request)
+    first = re.search(r"^### (\S+) \| [^\n]*\[selected", roomy, re.M)
+    if first is None:  # task mode with no match: no ranked root (fallback pins are not the task's top)
+        return
+    top = first[1]
+    assert block_ids(roomy)[0] == top  # roots come first, in score order
+    header = roomy[: roomy.index("### ")]
+    block = re.search(rf"^### {re.escape(top)} \|.*?\n(?=\n|\Z)", roomy, re.M | re.S)[0]
+    count_line = f"# index: {len(records)} more; docket list\n"
+    # header (ends in its blank line), the block, a blank, the index at its smallest, a blank, the footer
+    needed = len(header) + len(block) + 1 + len(count_line) + 1 + _footer_bound(len(records))
+    text = brief(records, max_chars=budget, **request)
+    if needed <= budget:
+        assert top in block_ids(text), (top, budget, needed, text)
+        assert re.search(rf"^### {re.escape(top)} \| .*\[selected", text, re.M)
+
+
+def block_ids(text: str) -> list[str]:
+    return re.findall(r"^### (\S+) \| ", text, re.M)

@@ -3,15 +3,22 @@
 Records enter the full-text tier one at a time, in a fixed order (roots by
 score, each blocked root followed by its blocking prerequisites, then related
 records best-first, then fallback pins). A record is admitted only if the
-whole briefing, header to footer, still fits with it:
+whole briefing, header to footer, still fits with it. The full-text tier comes
+before index detail (the seed: over the ceiling the index shortens its lines,
+then trims them, then lists bare IDs), so the gate measures the index in the
+smallest form a record may push it to:
 
-* a task match (or any record under ``--all``) may grow the briefing to the
-  hard limit, as long as the index can still name its window in bare IDs;
-* any other record must leave the briefing within the soft target with the
-  index at full detail.
+* the first root admitted: the index may shrink to its count line, so the
+  top record is in full whenever its block, the header and the footer fit;
+* every other root (and its blocking prerequisites): the index must still
+  name its window in bare IDs. A task match (or any root under ``--all``)
+  may grow the briefing to the hard limit, other roots to the soft target;
+* a related record or a fallback pin after the task matches must leave the
+  briefing within the soft target with the index at full detail.
 
-Then the index takes the best form that fits the hard limit, down a fixed
-ladder (see ``_layout``). Blocks are never cut; lengths are exact.
+Then the index takes the best form that fits, down a fixed ladder (see
+``_layout``): against the hard limit once a task match used it, else against
+the soft target. Blocks are never cut; lengths are exact.
 """
 
 from __future__ import annotations
@@ -33,6 +40,11 @@ MAX_CHAINS = 8
 MAX_CHAIN_STEPS = 32
 #: Consecutive roots that do not fit after which admission of roots stops.
 MAX_ROOT_MISSES = 64
+
+#: The forms of the index tier an admission is measured with, richest first: lines at score-scaled
+#: detail, the window's bare IDs, the count line alone (``# index: N more; docket list``), and
+#: SMALLEST, the shorter of the last two.
+SCALED, NAMES, COUNT, SMALLEST = "scaled", "names", "count", "smallest"
 
 
 @dataclass(frozen=True)
@@ -182,11 +194,24 @@ class _Selector:
         self.win_names = 0  # the window's IDs' total length
         self._line_len: dict[str, int] = {}
         self._fill_window()
-        self._floors: dict[bool, int] = {}
+        self._floors: dict[str, int] = {}
+        #: The ceiling the final layout must fit: the soft target until a task match used the hard limit.
+        self.ceiling = self.soft
+
+        if self.task and self.hits:
+            self.roots, self.root_label, self.root_mandatory = self.hits, "selected", True
+        elif self.task:
+            pinned = self.scores.pinned
+            self.roots = [r for r in self.order if r in pinned]
+            self.root_label, self.root_mandatory = "fallback pin", False
+        else:
+            self.roots, self.root_label, self.root_mandatory = self.order, "selected", request.all
 
         full_header = render.header(meta, mode=self.mode, query=self.query, files=self.files)
+        self.head = full_header
         self.short = self._needs_short(full_header)
-        self.head = render.short_header(meta) if self.short else full_header
+        if self.short:
+            self.head = render.short_header(meta)
 
     def view(self, rid: str) -> dict:
         """The projected view of a record, built on first use."""
@@ -262,48 +287,72 @@ class _Selector:
             n = self._line_len[rid] = len(render.index_line(self.view(rid), self.detail(rid)))
         return n
 
-    def _index_len(self, count: int, scaled_sum: int, names_sum: int, deferred: int, *, scaled: bool) -> int:
-        """The index tier's length with its separator: count window lines (scaled) or names."""
+    def _index_len(self, count: int, scaled_sum: int, names_sum: int, deferred: int, *, form: str) -> int:
+        """The index tier's length with its separator: count window lines (scaled), names, or the count line."""
         if deferred == 0:
             return 0
-        rest = len(render.index_overflow(deferred - count))
-        if scaled:
-            return 1 + len(render.index_heading(deferred)) + scaled_sum + rest
-        if not count:
+        if form == COUNT or not count:
             return 1 + len(render.unnamed_index(deferred))
+        rest = len(render.index_overflow(deferred - count))
+        if form == SCALED:
+            return 1 + len(render.index_heading(deferred)) + scaled_sum + rest
         return 1 + len(render.NAMES_LEAD) + names_sum + 2 * (count - 1) + 1 + rest
 
     # -- admission -------------------------------------------------------------------------------
 
     def _needs_short(self, full_header: str) -> bool:
-        """Use the short header and footer when the full ones leave no room to name the index window."""
-        tally = self.tally(len(self.window))
-        index_len = self._index_len(len(self.window), 0, self.win_names, len(self.current), scaled=False)
-        return len(full_header) + index_len + 1 + len(render.footer(tally)) > self.hard
+        """Use the short header and footer when the full ones leave no room to name the index window.
 
-    def _floor(self, scaled: bool) -> int:
+        Unless the top root's block fits beside them: the full-text tier comes before the index's names.
+        """
+        tally = self.tally(len(self.window))
+        index_len = self._index_len(len(self.window), 0, self.win_names, len(self.current), form=NAMES)
+        if len(full_header) + index_len + 1 + len(render.footer(tally)) <= self.hard:
+            return False
+        limit = self.hard if self.root_mandatory else self.soft
+        for rid in self.roots[:1]:
+            if self._refuses(rid, limit, SMALLEST, short=False):
+                return True
+            entry, _ = self._root_entry(rid)
+            return self._trial_len(rid, len(render.block(entry)), form=SMALLEST, short=False) > limit
+        return True
+
+    def _floor(self, form: str, *, short: bool | None = None) -> int:
         """A lower bound on the briefing's length without the next block, whatever that block is.
 
         Everything as admitted so far, but the footer at its shortest (no
         optional lines, digits to spare), so a candidate that overruns even
         this bound can be refused without rendering it.
         """
-        n = self._floors.get(scaled)
+        key = f"{form}:{short}"
+        n = self._floors.get(key)
+        if n is None and form == SMALLEST:
+            n = self._floors[key] = min(self._floor(NAMES, short=short), self._floor(COUNT, short=short))
         if n is None:
             deferred = len(self.current) - self.full
             count = min(len(self.window), deferred)
-            index_len = self._index_len(count, self.win_scaled, self.win_names, deferred, scaled=scaled)
+            index_len = self._index_len(count, self.win_scaled, self.win_names, deferred, form=form)
             shortest = Tally(self.full, deferred, deferred, self.retired_count, 0, self.tally(0).coverage, 0)
-            footer_len = min(len(self.footer(shortest)), len(self.footer(replace(shortest, uncovered=1))))
-            n = self._floors[scaled] = len(self.head) + self.blocks_len + index_len + 1 + footer_len - 6
+            footer_len = min(
+                len(self.footer(shortest, short=short)), len(self.footer(replace(shortest, uncovered=1), short=short))
+            )
+            n = self._floors[key] = len(self.head) + self.blocks_len + index_len + 1 + footer_len - 6
         return n
 
     def _cites(self, rid: str) -> list[str]:
         """Current records a block of rid names in its relation fields."""
         return [r for r in self._outgoing(rid) if r in self.current]
 
-    def _trial_len(self, rid: str, block_len: int, *, scaled: bool) -> int:
-        """The whole briefing's exact length if rid's block were admitted."""
+    def _trial_len(self, rid: str, block_len: int, *, form: str, short: bool | None = None) -> int:
+        """The whole briefing's exact length if rid's block were admitted.
+
+        SMALLEST: the index as its count line or the window's names, whichever is shorter.
+        """
+        if form == SMALLEST:
+            return min(
+                self._trial_len(rid, block_len, form=NAMES, short=short),
+                self._trial_len(rid, block_len, form=COUNT, short=short),
+            )
         is_current = rid in self.current
         count, scaled_sum, names_sum = len(self.window), self.win_scaled, self.win_names
         if is_current and rid in self.window_set:
@@ -317,31 +366,48 @@ class _Selector:
         missing += sum(1 for c in self._cites(rid) if c not in self.admitted and c not in self.missing)
         uncovered = self.uncovered - (rid in self.targets)
         tally = self.tally(min(count, deferred), full=full, missing=missing, uncovered=uncovered)
-        index_len = self._index_len(count, scaled_sum, names_sum, deferred, scaled=scaled)
-        return len(self.head) + self.blocks_len + 1 + block_len + index_len + 1 + len(self.footer(tally))
+        if form == COUNT:
+            tally = replace(tally, named=0)
+        index_len = self._index_len(count, scaled_sum, names_sum, deferred, form=form)
+        return len(self.head) + self.blocks_len + 1 + block_len + index_len + 1 + len(self.footer(tally, short=short))
 
-    def _refuses(self, rid: str, *, mandatory: bool) -> bool:
+    def _refuses(self, rid: str, limit: int, form: str, *, short: bool | None = None) -> bool:
         """True when rid's block cannot fit, judged from a cheap lower bound on its length."""
-        limit, scaled = (self.hard, False) if mandatory else (self.soft, True)
         freed = 0
         if rid in self.window_set:  # admitting it takes its line (or name) out of the index
-            freed = self.scaled_len(rid) if scaled else len(rid) + 2
-        return self._floor(scaled) - freed + 1 + render.block_floor(self.view(rid)) > limit
+            freed = self.scaled_len(rid) if form == SCALED else len(rid) + 2
+        return self._floor(form, short=short) - freed + 1 + render.block_floor(self.view(rid)) > limit
 
-    def admit(self, entry: Entry, *, mandatory: bool) -> bool:
-        """Add entry's block if the whole briefing still fits; True when admitted.
+    def gate(self, *, mandatory: bool, root: bool = False) -> tuple[int, str]:
+        """(limit, index form) an admission is measured with.
 
-        A mandatory record (a task match, or any under --all) may use the hard
-        limit with the index window down to bare names; any other must keep the
-        briefing within the soft limit with the index at full detail.
+        The first root may shrink the index to its count line (beside the
+        full header; the short one is there to name the index); under a
+        ceiling (--max-chars) any root may shrink it to bare names, full text
+        before index detail. A task match, or any root under --all, may use
+        the hard limit with bare names. Everything else keeps the briefing
+        within the soft limit with the index at full detail.
         """
+        limit = self.hard if mandatory else self.soft
+        if root and not self.blocks and not self.short:
+            return limit, SMALLEST
+        # Without --max-chars the soft limit is a target, not a ceiling: nothing is over it, so the
+        # index keeps its detail and other roots stop at the target (Docket's ladder runs over a ceiling).
+        if mandatory or (root and self.soft == self.hard):
+            return limit, NAMES
+        return limit, SCALED
+
+    def admit(self, entry: Entry, gate: tuple[int, str]) -> bool:
+        """Add entry's block if the whole briefing still fits the gate's limit and index form; True when admitted."""
         rid = entry.view["id"]
-        if rid in self.admitted or self._refuses(rid, mandatory=mandatory):
+        limit, form = gate
+        if rid in self.admitted or self._refuses(rid, limit, form):
             return False
-        limit, scaled = (self.hard, False) if mandatory else (self.soft, True)
         text = render.block(entry)
-        if self._trial_len(rid, len(text), scaled=scaled) > limit:
+        if self._trial_len(rid, len(text), form=form) > limit:
             return False
+        if limit > self.ceiling:
+            self.ceiling = limit
         self.entries.append(entry)
         self.blocks.append(text)
         self.blocks_len += 1 + len(text)
@@ -360,24 +426,32 @@ class _Selector:
         self._floors.clear()
         return True
 
-    def _exhausted(self, rid: str, *, mandatory: bool) -> bool:
+    def _exhausted(self, rid: str, gate: tuple[int, str]) -> bool:
         """True when no block of a record ranked at or after rid, outside the window, can fit any more."""
         if rid in self.window_set or rid in self.admitted:
             return False
-        limit, scaled = (self.hard, False) if mandatory else (self.soft, True)
-        return self._floor(scaled) + 1 + render.MIN_BLOCK > limit
+        limit, form = gate
+        return self._floor(form) + 1 + render.MIN_BLOCK > limit
 
     # -- the admission order ----------------------------------------------------------------------
 
-    def _root(self, rid: str, label: str, *, mandatory: bool) -> bool:
-        """Admit a root and, if it is a blocked decision, every record on its blocking chains."""
-        if rid in self.admitted or self._refuses(rid, mandatory=mandatory):
-            return False
+    def _root_entry(self, rid: str, label: str | None = None) -> tuple[Entry, list[list[str]]]:
+        """A root's entry and its blocking chains."""
         chains = blocking_chains(rid, self.by_id, self.derived)
         score = self.scores[rid]
-        entry = Entry(self.view(rid), label, score.total, score, chains=tuple(chain_text(c) for c in chains))
-        if not self.admit(entry, mandatory=mandatory):
+        label = self.root_label if label is None else label
+        return Entry(self.view(rid), label, score.total, score, chains=tuple(chain_text(c) for c in chains)), chains
+
+    def _root(self, rid: str, label: str, *, mandatory: bool, root: bool = True) -> bool:
+        """Admit a root and, if it is a blocked decision, every record on its blocking chains."""
+        gate = self.gate(mandatory=mandatory, root=root)
+        if rid in self.admitted or self._refuses(rid, *gate):
             return False
+        entry, chains = self._root_entry(rid, label)
+        score = entry.own
+        if not self.admit(entry, gate):
+            return False
+        gate = self.gate(mandatory=mandatory, root=root)  # the chain's steps follow as the root did
         num, den = self.decay
         for chain in chains:
             for step in chain[:-1]:
@@ -387,7 +461,7 @@ class _Selector:
                 eff = own.total if own is not None else score.total * num // den
                 step_chains = tuple(chain_text(c) for c in blocking_chains(step, self.by_id, self.derived))
                 prereq = Entry(self.view(step), "blocking prerequisite", eff, own, via=rid, chains=step_chains)
-                self.admit(prereq, mandatory=mandatory)
+                self.admit(prereq, gate)
         return True
 
     def _outgoing(self, rid: str) -> list[str]:
@@ -432,23 +506,16 @@ class _Selector:
             tried.add(rid)
             chains = tuple(chain_text(c) for c in blocking_chains(rid, self.by_id, self.derived))
             entry = Entry(self.view(rid), "related record", -neg, self.scores.get(rid), via=parent, chains=chains)
-            if self.admit(entry, mandatory=False) and not entry.historical:
+            if self.admit(entry, self.gate(mandatory=False)) and not entry.historical:
                 push(rid, -neg)
 
     def run(self) -> str:
         """Admit records in order, then lay the briefing out."""
-        if self.task and self.hits:
-            roots, label, mandatory = self.hits, "selected", True
-        elif self.task:
-            pinned = self.scores.pinned
-            roots = [r for r in self.order if r in pinned]
-            label, mandatory = "fallback pin", False
-        else:
-            roots, label, mandatory = self.order, "selected", self.request.all
+        label, mandatory = self.root_label, self.root_mandatory
         misses = 0
-        for rid in roots:
+        for rid in self.roots:
             # Roots come in score order, so once one outside the index window cannot fit, none can.
-            if self._exhausted(rid, mandatory=mandatory):
+            if self._exhausted(rid, self.gate(mandatory=mandatory, root=True)):
                 break
             if self._root(rid, label, mandatory=mandatory):
                 misses = 0
@@ -465,14 +532,14 @@ class _Selector:
             for rid in self.order:
                 if rid in pinned and rid not in hits and rid not in self.admitted:
                     start = len(self.entries)
-                    if self._root(rid, "fallback pin", mandatory=False):
+                    if self._root(rid, "fallback pin", mandatory=False, root=False):
                         self.expand(self.entries[start:])
         return self._layout()
 
     # -- the ladder -------------------------------------------------------------------------------
 
     def _layout(self) -> str:
-        """The briefing in the best form that fits the hard limit.
+        """The briefing in the best form that fits the ceiling (the hard limit once a task match used it).
 
         1. the index window at score-scaled detail; 2. the window at
         detail_min; 3. every deferred record named: the top j window lines at
@@ -485,10 +552,11 @@ class _Selector:
         tries = [(self.head, self.short)]
         if not self.short:
             tries.append((render.short_header(self.meta), True))
-        for head, short in tries:
-            text = self._fit(head, short, deferred)
-            if text is not None:
-                return text
+        for ceiling in dict.fromkeys((self.ceiling, self.hard)):
+            for head, short in tries:
+                text = self._fit(head, short, deferred, ceiling)
+                if text is not None:
+                    return text
         return render.last_resort(self.meta)
 
     def _assemble(self, head: str, short: bool, index: str, named: int) -> str:
@@ -503,8 +571,8 @@ class _Selector:
         parts.append(self.footer(self.tally(named), short=short))
         return "".join(parts)
 
-    def _fit(self, head: str, short: bool, deferred: list[str]) -> str | None:
-        hard, d = self.hard, len(deferred)
+    def _fit(self, head: str, short: bool, deferred: list[str], hard: int) -> str | None:
+        d = len(deferred)
         if d == 0:
             text = self._assemble(head, short, "", 0)
             return text if len(text) <= hard else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 
 from docket_git.context import compose_delta
@@ -71,6 +72,88 @@ def payments_ledger() -> list[dict]:
     ]
 
 
+WORDS = [
+    "cache",
+    "invalidation",
+    "retry",
+    "idempotency",
+    "key",
+    "token",
+    "session",
+    "queue",
+    "worker",
+    "timeout",
+    "latency",
+    "schema",
+    "migration",
+    "index",
+    "shard",
+    "replica",
+    "lock",
+    "lease",
+    "batch",
+    "stream",
+    "event",
+    "webhook",
+    "payload",
+    "quota",
+    "limit",
+    "backoff",
+    "checksum",
+    "encryption",
+    "rotation",
+]
+
+
+def bench_like_ledger(n: int, seed: int = 15) -> list[dict]:
+    """A bench/gen.py-like ledger: mixed kinds and states, long texts, relations, retirements, a few pins.
+
+    Its own small generator (not bench/gen.py), so tuning the benchmarks never moves these goldens.
+    """
+    rng = random.Random(seed)
+    records: list[dict] = []
+    grounds: list[str] = []
+    questions: list[str] = []
+    live: dict[str, list[str]] = {"c": [], "d": [], "q": []}
+
+    def sentence(lo: int, hi: int) -> str:
+        return " ".join(rng.choice(WORDS) for _ in range(rng.randint(lo, hi))).capitalize()
+
+    def recent(pool: list[str]) -> str:
+        return pool[-1 - min(len(pool) - 1, int(rng.expovariate(1 / 20)))]
+
+    for i in range(1, n + 1):
+        roll = rng.random()
+        prefix = "c" if roll < 0.5 else ("d" if roll < 0.8 else "q")
+        rid = f"{prefix}{i}"
+        fields: dict = {"ts": f"2026-10-{1 + i % 28:02d}T{i % 24:02d}:{i % 60:02d}:00+00:00", "author": "bench"}
+        if prefix == "c":
+            fields["state"] = rng.choice(["accepted", "accepted", "unassessed", "disputed"])
+        if prefix == "d":
+            fields["choice"] = f"option {i}"
+            fields["alternatives"] = [f"option {i}b"] if rng.random() < 0.5 else []
+            if grounds and rng.random() < 0.4:
+                fields["depends_on"] = sorted({recent(grounds) for _ in range(rng.randint(1, 2))})
+        if prefix != "q" and grounds and rng.random() < 0.3:
+            fields["supports"] = [sorted({recent(grounds) for _ in range(rng.randint(1, 2))})]
+        if prefix != "q" and questions and rng.random() < 0.2:
+            fields["answers"] = [recent(questions)]
+        if live[prefix] and rng.random() < 0.08:
+            target = recent(live[prefix])
+            live[prefix].remove(target)
+            fields["supersedes"] = [target]
+        if rng.random() < 0.5:
+            fields["rationale"] = sentence(6, 16)
+        if rng.random() < 0.5:
+            fields["scope"] = [f"src/{rng.choice(WORDS)}/"]
+        fields["pinned"] = rng.random() < 0.01
+        text = sentence(5, 20) + ("?" if prefix == "q" else "")
+        records.append(rec(rid, text, **fields))
+        live[prefix].append(rid)
+        (questions if prefix == "q" else grounds).append(rid)
+    return records
+
+
 def _module_case(n: int, query: str, files: bool, budget: int) -> Callable[[], str]:
     def make() -> str:
         return brief(
@@ -90,6 +173,9 @@ for n in (5, 60):
             for budget in (900, 8000):
                 key = f"n{n}_q{'none' if not query else 'module3'}_f{'yes' if files else 'no'}_b{budget}"
                 CASES[key] = _module_case(n, query, files, budget)
+# A tight ceiling on a large unscoped ledger keeps its best records in full (issue 15).
+for budget in (1000, 2000, 3000, 4000):
+    CASES[f"n300_unscoped_b{budget}"] = lambda budget=budget: brief(bench_like_ledger(300), max_chars=budget)
 CASES["n60_all_default"] = lambda: brief(related_ledger(60), all=True)
 CASES["n60_b512"] = lambda: brief(related_ledger(60), max_chars=512)
 CASES["payments_file"] = lambda: brief(payments_ledger(), files=("src/payments/store.py",))
