@@ -36,6 +36,10 @@ def main(argv: list[str] | None = None) -> None:
     # the cyclic collector only rescans the growing heap, which doubles the
     # cost of reading a large ledger. Reference counting still frees memory.
     gc.disable()
+    # A non-UTF-8 stdout (cp1252, a Windows pipe) shows what it cannot encode as escapes, never a traceback.
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     if args[:1] == ["merge-driver"]:
         from docket_git.merging.driver import main as merge_driver
 
