@@ -106,6 +106,7 @@ def test_documented_payload_through_the_installed_command(repo: Repo, tmp_path: 
             expected = "ask" if event == "beforeShellExecution" else EXPECTED_STOP[agent]
             assert decision == expected
             assert "docket decision" in told and "docket claim" in told
+            assert "Approve" not in told  # nothing for the agent to approve: it is told the docket way
         elif case.startswith("edit-"):
             assert "Payments retry with idempotency keys" in data["hookSpecificOutput"]["additionalContext"]
         else:
