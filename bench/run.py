@@ -94,6 +94,19 @@ CASES: dict[str, Case] = {
         "guard on an agent's Edit of a scoped file (governing decisions)",
         stdin='{"session_id": "bench-{run}", "tool_name": "Edit", "tool_input": {"file_path": "src/billing/cache.py"}, "cwd": "{cwd}"}',
     ),
+    "hook-guard-shell": Case(
+        ["hook", "pre-tool-use", "--for", "codex"],
+        "guard on a shell command that writes the ledger: tokenized, denied (Codex)",
+        stdin='{"session_id": "bench-{run}", "tool_name": "Bash", "tool_input": {"command": '
+        '"cd .docket && L=ledger.jsonl; sed -i -e s/a/b/ $L"}, "cwd": "{cwd}"}',
+    ),
+    "hook-guard-patch": Case(
+        ["hook", "pre-tool-use", "--for", "codex"],
+        "guard on Codex's apply_patch of a scoped file (patch headers parsed, governing decisions)",
+        stdin='{"session_id": "bench-{run}", "tool_name": "apply_patch", "tool_input": {"command": '
+        '"*** Begin Patch\\n*** Update File: src/billing/cache.py\\n@@\\n-a\\n+b\\n*** End Patch\\n"}, '
+        '"cwd": "{cwd}"}',
+    ),
     "append": Case(
         ["claim", "A benchmark premise", "--scope", "src/bench.py", "--rationale", "timing", "--cost", "none"],
         "one append: lock, validate the new line against the cached index, fsync",
@@ -125,6 +138,8 @@ def base_env() -> dict[str, str]:
         GIT_COMMITTER_NAME="bench",
         GIT_COMMITTER_EMAIL="bench@example.com",
         DOCKET_AUTHOR="bench",
+        # Timed runs repeat one session's start event within seconds: measure the work, not the repeat no-op.
+        DOCKET_HOOK_REPEAT_SECONDS="0",
     )
     return env
 

@@ -31,7 +31,38 @@ def test_install_twice_keeps_one_entry_and_user_hooks(repo: Repo) -> None:
     assert data["hooks"]["PreToolUse"][0] == mine
     assert len(data["hooks"]["PreToolUse"]) == 2
     assert len(data["hooks"]["SessionStart"]) == 1
-    assert data["hooks"]["SessionStart"][0]["hooks"][0]["command"] == "docket hook session-start"
+    command = data["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    assert command == "command -v docket >/dev/null 2>&1 && docket hook session-start || true"
+    assert data["hooks"]["PreToolUse"][1]["matcher"] == "Edit|Write|MultiEdit|NotebookEdit|Bash"
+
+
+def test_an_older_entry_is_upgraded_in_place_and_a_mixed_one_left_alone(repo: Repo) -> None:
+    settings = repo.path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    old = {
+        "matcher": "Edit|Write|MultiEdit|Bash",
+        "hooks": [{"type": "command", "command": "docket hook pre-tool-use"}],
+    }
+    mixed = {
+        "hooks": [{"type": "command", "command": "docket hook session-start"}, {"type": "command", "command": "x"}]
+    }
+    settings.write_text(json.dumps({"hooks": {"PreToolUse": [old], "SessionStart": [mixed]}}))
+    out = repo.ok("install-hooks", "--agents", "claude").out
+    assert "PreToolUse (updated)" in out
+    data = json.loads(settings.read_text())
+    assert data["hooks"]["PreToolUse"] == AGENTS["claude"].settings["hooks"]["PreToolUse"]
+    assert data["hooks"]["SessionStart"] == [mixed]
+
+
+def test_user_level_files_name_docket_by_absolute_path(repo: Repo) -> None:
+    repo.ok("install-hooks", "--agents", "copilot,codex", "--user")
+    home = Path(repo.env["HOME"])
+    command = json.loads((home / ".copilot/hooks/docket.json").read_text())["hooks"]["preToolUse"][0]["bash"]
+    exe = command.split()[2]
+    assert Path(exe).is_absolute() and Path(exe).name == "docket"
+    assert command == f"[ -x {exe} ] && {exe} hook pre-tool-use --for copilot || true"
+    project = json.loads(json.dumps(AGENTS["codex"].settings))
+    assert "command -v docket" in project["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
 
 
 def test_install_several_agents_and_user_level(repo: Repo) -> None:
@@ -56,6 +87,23 @@ def test_bad_settings_are_refused_untouched(repo: Repo) -> None:
     assert repo.docket("install-hooks", "--agents", "claude,vim").code == 2
 
 
+def test_init_says_what_codex_gemini_and_copilot_need(repo: Repo) -> None:
+    out = repo.ok("init", "--agents", "codex,gemini,copilot").out
+    assert "docket: note: codex runs project hooks only in a trusted project" in out
+    assert "/hooks view" in out
+    assert "tools.enableHooks" in out and "no SessionStart after compressing" in out
+    assert "copilot-setup-steps.yml" in out
+
+
+def test_doctor_flags_hooks_written_by_an_older_docket(repo: Repo) -> None:
+    settings = repo.path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    old = {"hooks": [{"type": "command", "command": "docket hook session-start"}]}
+    settings.write_text(json.dumps({"hooks": {"SessionStart": [old]}}))
+    out = repo.docket("doctor").out
+    assert "claude's hooks in" in out and "docket install-hooks --agents claude" in out
+
+
 def test_init_agents_wires_hooks_idempotently(repo: Repo) -> None:
     repo.ok("init", "--agents", "claude")
     repo.ok("init", "--agents", "claude")
@@ -69,4 +117,6 @@ def test_doctor_reports_wired_agents(repo: Repo) -> None:
     repo.ok("install-hooks", "--agents", "codex")
     out = repo.docket("doctor").out
     assert f"docket: ok: codex runs docket's hooks ({repo.path / '.codex/hooks.json'})" in out
+    assert "approve " + str(repo.path / ".codex/hooks.json") in out  # Codex's trust review
+    assert "older docket" not in out
     assert "docket: note: claude is not wired; to brief it each session: docket init --agents claude" in out

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from docket_git.agents.guard import command_writes_ledger, is_ledger_path
+from docket_git.agents.guard import command_writes_ledger, edited_paths, is_ledger_path, ledger_write, patch_paths
 
 from .conftest import Repo
 
@@ -36,6 +38,34 @@ WRITES = [
     "cd src && echo x >> ../.docket/ledger.jsonl",
     "sudo tee .docket/ledgers/events.jsonl < x",
     "bash -c 'echo x >> .docket/ledger.jsonl'",
+    # found by trying the old guard (issue 14): each of these passed without a word
+    "cd .docket && echo x >> ledger.jsonl",
+    "cd .docket; sed -i d ledger.jsonl",
+    "L=.docket/ledger.jsonl; echo x >> $L",
+    "export L=.docket/ledger.jsonl && tee -a ${L} < x",
+    "python3 fix.py .docket/ledger.jsonl",
+    "sed -i -e 's/x/y/' .docket/ledger.jsonl",
+    "sed -Ei 's/x/y/' .docket/ledger.jsonl",
+    "sed --in-place=.bak 's/x/y/' .docket/ledger.jsonl",
+    "echo x | tee -a .docket/ledger.jsonl",
+    "tee -a .docket/ledger.jsonl < /tmp/x",
+    "cp other.jsonl .docket/ledger.jsonl",
+    "cp -t .docket/ other.jsonl",
+    "for f in .docket/*.jsonl; do sed -i d $f; done",
+    "ls .docket/*.jsonl | xargs rm",
+    "rm .docket/*",
+    "cat <<EOF > .docket/ledger.jsonl\n{}\nEOF",
+    "python3 - <<'EOF'\nopen('.docket/ledger.jsonl', 'w')\nEOF",
+    'bash -lc "rm .docket/ledger.jsonl"',
+    "eval 'echo x > .docket/ledger.jsonl'",
+    "echo x &>> .docket/ledger.jsonl",
+    "echo x >| .docket/ledger.jsonl",
+    "(cd .docket && truncate -s0 ledger.jsonl)",
+    "timeout 5 rm .docket/ledger.jsonl",
+    "vim .docket/ledger.jsonl",
+    "mytool --fix .docket/ledger.jsonl",
+    "Set-Content -Path .docket/ledger.jsonl -Value x",
+    "apply_patch <<'EOF'\n*** Begin Patch\n*** Delete File: .docket/ledger.jsonl\n*** End Patch\nEOF",
 ]
 
 READS = [
@@ -54,6 +84,18 @@ READS = [
     "echo hello > notes.txt",
     "tail -f .docket/ledger.jsonl 2>&1",
     "git commit -F- <<'EOF'\nEdit .docket/ledger.jsonl > nothing\nEOF",
+    # a ledger path inside a quoted argument is text, not a target
+    'git commit -m "docs: echo x >> .docket/ledger.jsonl"',
+    "echo 'rm .docket/ledger.jsonl; tee .docket/ledger.jsonl' > notes.txt",
+    "grep -c '\\.docket/ledger.jsonl' README.md",
+    "cd .docket && cat ledger.jsonl > /tmp/copy.jsonl",
+    "L=.docket/ledger.jsonl; jq . $L",
+    "docket decision 'Keep it' --choice x --scope .docket/ledger.jsonl",
+    "sed -n 1p .docket/ledger.jsonl",
+    "head -c 100 .docket/ledger.jsonl | xxd",
+    "git add .docket/ledger.jsonl && git commit -m 'record: d3'",
+    "echo x >> src/ledger.jsonl",
+    "Get-Content .docket/ledger.jsonl",
 ]
 
 
@@ -65,6 +107,28 @@ def test_write_forms_are_caught(command: str) -> None:
 @pytest.mark.parametrize("command", READS)
 def test_read_forms_stay_silent(command: str) -> None:
     assert not command_writes_ledger(command, "/repo")
+
+
+def test_unbalanced_quotes_still_judged_by_the_words() -> None:
+    assert command_writes_ledger("rm .docket/ledger.jsonl 'oops", "/repo")
+    assert not command_writes_ledger("cat .docket/ledger.jsonl 'oops", "/repo")
+
+
+def test_patch_paths_and_edit_tools() -> None:
+    patch = (
+        "*** Begin Patch\n*** Add File: a.py\n+x\n*** Update File: src/b.py\n*** Move to: src/c.py\n@@\n-y\n+z\n"
+        "*** Delete File: .docket/ledger.jsonl\n*** End Patch\n"
+    )
+    assert patch_paths(patch) == ["a.py", "src/b.py", "src/c.py", ".docket/ledger.jsonl"]
+    assert ledger_write("apply_patch", {"command": patch}) == ".docket/ledger.jsonl"
+    assert ledger_write("apply_patch", {"command": patch.replace(".docket/ledger.jsonl", "x.txt")}) is None
+    assert edited_paths("apply_patch", {"input": patch})[:2] == ["a.py", "src/b.py"]  # Copilot's spelling
+    view = {"command": "view", "path": ".docket/ledger.jsonl"}
+    assert edited_paths("str_replace_editor", view) == []
+    assert ledger_write("str_replace_editor", {**view, "command": "str_replace"}) == ".docket/ledger.jsonl"
+    assert ledger_write("StrReplace", {"file_path": "/r/.docket/ledger.jsonl"}) == "/r/.docket/ledger.jsonl"
+    assert ledger_write("Bash", {"command": ["bash", "-lc", "echo x >> .docket/ledger.jsonl"]}) is not None
+    assert edited_paths("Read", {"file_path": ".docket/ledger.jsonl"}) is None
 
 
 def test_ledger_paths() -> None:
@@ -94,8 +158,9 @@ def test_hook_asks_for_direct_edits(repo: Repo) -> None:
         decision = json.loads(out)["hookSpecificOutput"]
         assert decision["hookEventName"] == "PreToolUse"
         assert decision["permissionDecision"] == "ask"
-        assert "docket claim" in decision["permissionDecisionReason"]
-        assert "docket rebase" in decision["permissionDecisionReason"]
+        assert "docket claim" in decision["permissionDecisionReason"]  # the user sees this
+        assert "docket rebase" in decision["additionalContext"]  # the model sees this
+        assert "Approve" not in decision["additionalContext"]
 
 
 def test_hook_is_silent_for_reads_and_other_files(repo: Repo) -> None:
@@ -112,9 +177,13 @@ def test_malformed_input_exits_zero_silently(repo: Repo) -> None:
 
 def test_other_agent_envelopes(repo: Repo) -> None:
     payload = {"tool_name": "Bash", "tool_input": {"command": "rm .docket/ledger.jsonl"}, "cwd": str(repo.path)}
-    assert json.loads(hook(repo, payload, "--for", "cursor")[1])["permission"] == "ask"
-    assert json.loads(hook(repo, payload, "--for", "copilot")[1])["permissionDecision"] == "ask"
-    assert json.loads(hook(repo, payload, "--for", "codex")[1])["hookSpecificOutput"]["permissionDecision"] == "ask"
+    shell = {**payload, "hook_event_name": "beforeShellExecution"}
+    assert json.loads(hook(repo, shell, "--for", "cursor")[1])["permission"] == "ask"
+    assert json.loads(hook(repo, payload, "--for", "cursor")[1])["permission"] == "deny"  # preToolUse ignores ask
+    assert json.loads(hook(repo, payload, "--for", "copilot")[1])["permissionDecision"] == "deny"
+    codex = json.loads(hook(repo, payload, "--for", "codex")[1])["hookSpecificOutput"]
+    assert codex["permissionDecision"] == "deny"  # Codex runs the call on "ask"
+    assert "docket decision" in codex["permissionDecisionReason"] and "Approve" not in codex["permissionDecisionReason"]
     assert repo.docket("hook", "pre-tool-use", "--for", "vim", input="{}").code == 2
 
 
@@ -183,19 +252,23 @@ def test_copilot_camel_case_payloads(repo: Repo) -> None:
     ]:
         payload = {"sessionId": "p", "cwd": str(repo.path), "toolName": tool, "toolArgs": json.dumps(args)}
         out = json.loads(hook(repo, payload, "--for", "copilot")[1])
-        assert out["permissionDecision"] == "ask", tool
+        assert out["permissionDecision"] == "deny", tool  # fail-closed agent: deny, with the docket way
     view = {"sessionId": "p", "cwd": str(repo.path), "toolName": "view", "toolArgs": '{"path": ".docket/ledger.jsonl"}'}
     assert hook(repo, view, "--for", "copilot") == (0, "", "")
     assert hook(repo, {**view, "toolArgs": "{not json"}, "--for", "copilot") == (0, "", "")
 
 
-def test_copilot_governing_context_keyed_by_its_session_id(repo: Repo) -> None:
+def test_copilot_gets_no_added_context_its_pre_tool_use_does_not_read(repo: Repo) -> None:
     repo.ok("decision", "Payments keep keys", "--choice", "keys", "--scope", "src/pay/")
     payload = {"sessionId": "p1", "cwd": str(repo.path), "toolName": "edit", "toolArgs": {"path": "src/pay/a.py"}}
-    out = json.loads(hook(repo, payload, "--for", "copilot")[1])
-    assert "d1 decision adopted: Payments keep keys" in out["additionalContext"]
-    assert hook(repo, payload, "--for", "copilot") == (0, "", "")  # once per session and file
-    assert hook(repo, {**payload, "sessionId": "p2"}, "--for", "copilot")[1]
+    assert hook(repo, payload, "--for", "copilot") == (0, "", "")  # only permissionDecision* and modifiedArgs
+    claude = {
+        "session_id": "p1",
+        "cwd": str(repo.path),
+        "tool_name": "Edit",
+        "tool_input": {"file_path": "src/pay/a.py"},
+    }
+    assert "Payments keep keys" in hook(repo, claude)[1]
 
 
 def test_cursor_shell_payload_without_cwd_uses_the_workspace_root(repo: Repo, tmp_path) -> None:
@@ -208,3 +281,10 @@ def test_cursor_shell_payload_without_cwd_uses_the_workspace_root(repo: Repo, tm
     result = repo.docket("hook", "pre-tool-use", "--for", "cursor", input=json.dumps(payload), cwd=tmp_path)
     out = json.loads(result.out)
     assert out["permission"] == "ask" and "docket claim" in out["agent_message"]
+
+
+@given(st.text(max_size=300))
+@settings(max_examples=300, deadline=None)
+def test_any_command_text_gets_an_answer_never_an_exception(text: str) -> None:
+    assert command_writes_ledger(text + " .docket/ledger.jsonl", "/repo") in (True, False)
+    assert ledger_write("Bash", {"command": text}, "/repo") in (None, "the ledger named in this command")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -21,6 +22,11 @@ def context_of(out: str) -> str:
     return data["hookSpecificOutput"]["additionalContext"]
 
 
+def session_state(repo: Repo, session: str) -> dict:
+    key = hashlib.sha256(session.encode()).hexdigest()[:32]
+    return json.loads((Path(repo.env["XDG_STATE_HOME"]) / "docket-git" / "sessions" / f"{key}.json").read_text())
+
+
 def seed(repo: Repo, n: int = 3) -> None:
     for i in range(1, n + 1):
         repo.ok("claim", f"Premise number {i} holds", "--scope", f"src/m{i}.py")
@@ -35,15 +41,14 @@ def test_startup_prints_the_briefing_and_remembers_the_baseline(repo: Repo) -> N
     assert "### c1 " in text or "c1 claim" in text
     assert len(text) <= 10_000
     assert text == repo.ok("context", "--max-chars", "10000").out
-    states = list(Path(repo.env["XDG_STATE_HOME"]).glob("docket-git/sessions/*.json"))
-    assert len(states) == 1
-    remembered = json.loads(states[0].read_text())
+    remembered = session_state(repo, "s-1")
     assert remembered["baseline"].startswith("c3@")
     latest = next(line for line in text.splitlines() if "| latest: " in line)
     assert remembered["baseline"] in latest
 
 
 def test_resume_prints_only_what_changed(repo: Repo) -> None:
+    repo.env["DOCKET_HOOK_REPEAT_SECONDS"] = "0"  # two resumes in a row here are not one event fired twice
     seed(repo)
     start(repo, "startup")
     repo.ok("claim", "A new premise appeared", "--scope", "src/new.py")
@@ -120,8 +125,7 @@ def test_cursor_payload_names_its_session_and_workspace_differently(repo: Repo, 
     result = repo.docket("hook", "session-start", "--for", "cursor", input=json.dumps(payload), cwd=tmp_path)
     assert result.code == 0, result.err
     assert json.loads(result.out)["additional_context"].startswith("# docket: ")
-    states = list(Path(repo.env["XDG_STATE_HOME"]).glob("docket-git/sessions/*.json"))
-    assert len(states) == 1  # remembered under the conversation ID
+    assert session_state(repo, "cur-1")["baseline"].startswith("c3@")  # remembered under the conversation ID
 
 
 def test_copilot_camel_case_session_id_keys_the_resume(repo: Repo) -> None:
@@ -161,3 +165,82 @@ def test_session_start_imports_neither_typer_nor_pygit2(repo: Repo) -> None:
     imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "import time:" in line}
     assert "docket_git.agents.hooks" in imported
     assert not {"typer", "pydantic", "rich", "pygit2"} & imported
+
+
+def test_cp1252_stdout_gets_ascii_json_never_a_traceback(repo: Repo) -> None:
+    repo.ok("claim", "Kana カナ and arrows → survive", "--scope", "src/x.py")
+    repo.ok("decision", "Naïve → rule", "--choice", "x", "--scope", "src/x.py")
+    repo.env["PYTHONIOENCODING"] = "cp1252"
+    for agent in ("claude", "copilot", "cursor"):
+        code, out, err = start(repo, "startup", f"enc-{agent}", "--for", agent)
+        assert code == 0 and err == "", err
+        assert out.isascii() and "\\u30ab" in out
+        assert "Kana カナ and arrows → survive" in json.dumps(json.loads(out), ensure_ascii=False)
+    payload = {"session_id": "enc", "tool_name": "Edit", "tool_input": {"file_path": "src/x.py"}, "cwd": str(repo.path)}
+    result = repo.docket("hook", "pre-tool-use", input=json.dumps(payload))
+    assert result.code == 0 and result.out.isascii() and "Na\\u00efve" in result.out
+    # Text commands degrade too: what cp1252 cannot show comes out escaped, never as a traceback.
+    recorded = repo.docket("claim", "Another → arrow", "--scope", "src/y.py")
+    assert recorded.code == 0 and "Another \\u2192 arrow" in recorded.out
+
+
+def test_unparseable_huge_and_deep_payloads_exit_zero_quietly(repo: Repo) -> None:
+    deep = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    for hook in ("session-start", "pre-tool-use"):
+        for junk in (b"\xff\xfe not utf-8", deep.encode(), b'{"tool_name": "Bash", "tool_input": {"command": "\xff"}}'):
+            result = repo.docket("hook", hook, input=junk)
+            assert (result.code, result.out) == (0, ""), (hook, junk[:20])
+            assert "Traceback" not in result.err
+    huge = json.dumps({"tool_name": "Bash", "tool_input": {"command": "x" * (17 * 1024 * 1024)}})
+    result = repo.docket("hook", "pre-tool-use", input=huge)
+    assert (result.code, result.out) == (0, "")
+    assert result.err.startswith("docket: hook payload over") and result.err.count("\n") == 1
+
+
+def test_a_repeat_within_seconds_is_a_no_op(repo: Repo) -> None:
+    """Copilot CLI and Cursor also run .claude/settings.json: one session start fires both wirings."""
+    seed(repo)
+    first = start(repo, "startup", "dup")
+    assert context_of(first[1])
+    assert start(repo, "startup", "dup", "--for", "copilot") == (0, "", "")  # the second wiring: silent
+    assert start(repo, "resume", "dup")[1]  # another event is news
+    assert start(repo, "resume", "dup") == (0, "", "")  # fired twice
+    assert start(repo, "startup", "dup") == (0, "", "")  # Claude's extra startup beside a resume
+    assert context_of(start(repo, "startup", "other-session")[1])  # another session is not a repeat
+
+
+def test_concurrent_duplicates_brief_exactly_once(repo: Repo) -> None:
+    import subprocess
+
+    from .conftest import DOCKET
+
+    seed(repo)
+    payload = json.dumps({"session_id": "race", "cwd": str(repo.path), "source": "startup"}).encode()
+    procs = [
+        subprocess.Popen(
+            [DOCKET, "hook", "session-start", *extra],
+            cwd=repo.path,
+            env=repo.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for extra in ([], ["--for", "copilot"], ["--for", "cursor"])
+    ]
+    outs = [p.communicate(payload)[0] for p in procs]
+    assert sum(bool(o) for o in outs) == 1
+
+
+def test_resume_under_a_new_session_id_is_still_a_delta(repo: Repo) -> None:
+    """Some Claude versions resume with a new session_id: the transcript path, else the worktree, keeps it a delta."""
+    seed(repo)
+    payload = {"session_id": "old-id", "cwd": str(repo.path), "source": "startup", "transcript_path": "/t/a.jsonl"}
+    repo.ok("hook", "session-start", input=json.dumps(payload))
+    repo.ok("claim", "Appended while away")
+    resumed = {**payload, "session_id": "new-id", "source": "resume"}
+    text = context_of(repo.ok("hook", "session-start", input=json.dumps(resumed)).out)
+    assert "# changed: 1 added" in text and "Premise number 1 holds" not in text
+    repo.ok("claim", "Appended again")
+    no_transcript = {"session_id": "third-id", "cwd": str(repo.path), "source": "resume"}
+    text = context_of(repo.ok("hook", "session-start", input=json.dumps(no_transcript)).out)
+    assert "# changed: 1 added" in text and "Appended again" in text  # the worktree's last briefing

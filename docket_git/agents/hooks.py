@@ -8,6 +8,7 @@ ignored and an internal error prints one ``docket:`` line and exits 0.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -25,16 +26,31 @@ USAGE = "usage: docket hook session-start|pre-tool-use [--for claude|codex|gemin
 MAX_GOVERNING = 8
 
 
+#: The largest hook payload read (an apply_patch of a big file is the largest real one).
+MAX_PAYLOAD = 16 * 1024 * 1024
+
+
 def _read_payload() -> dict | None:
+    """The hook JSON, or None when it is not a JSON object (too big, too deep, not JSON at all)."""
+    raw = sys.stdin.buffer.read(MAX_PAYLOAD + 1)
+    if len(raw) > MAX_PAYLOAD:
+        _note(f"hook payload over {MAX_PAYLOAD} bytes; ignored")
+        return None
     try:
-        data = json.loads(sys.stdin.buffer.read() or b"{}")
-    except (ValueError, OSError):
+        data = json.loads(raw or b"{}")
+    except (ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 
 
 def _emit(payload: dict) -> None:
-    sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
+    # ASCII-only JSON (\\u escapes) reads the same through any stdout encoding.
+    sys.stdout.write(json.dumps(payload, ensure_ascii=True) + "\n")
+
+
+def _note(text: str) -> None:
+    """One ``docket:`` line on stderr, whatever its encoding can show."""
+    print(f"docket: {text}".replace("\n", " "), file=sys.stderr)
 
 
 # Agents name the same facts differently: Claude, Codex and Gemini (and Copilot's
@@ -68,8 +84,11 @@ def tool_call(payload: dict) -> tuple[str, dict] | None:
     if isinstance(args, str):
         try:
             args = json.loads(args)
-        except ValueError:
-            return None
+        except (ValueError, RecursionError):
+            # Copilot's apply_patch may send the bare patch text as its arguments.
+            args = {"input": args} if "*** Begin Patch" in args else None
+            if args is None:
+                return None
     if args is None and isinstance(payload.get("command"), str):
         tool, args = "Bash", {"command": payload["command"]}  # Cursor's beforeShellExecution
     if not isinstance(tool, str) or not isinstance(args, dict):
@@ -79,35 +98,56 @@ def tool_call(payload: dict) -> tuple[str, dict] | None:
 
 # -- pre-tool-use ---------------------------------------------------------------
 
+ASK_REASON = (
+    "docket: this writes {target} directly. The ledger is append-only and validated on every read, "
+    "so an edit made around docket can break every command (and the next session's briefing). "
+    "The agent can record with `docket claim`, `docket decision` or `docket question`, or join another "
+    "branch's ledger with `docket rebase OTHER`. Approve only if you mean to edit the file itself."
+)
+#: Told to the agent (the model): a deny, or Claude's additionalContext beside an ask.
+AGENT_REASON = (
+    "docket: do not write {target} by hand. The ledger is append-only and validated on every read, "
+    "so an edit made around docket can break every command. "
+    "Record with `docket claim`, `docket decision` or `docket question`; join another branch's "
+    "ledger with `docket rebase OTHER`; find faults with `docket check`. "
+    "If the file itself must change, ask the user to edit it."
+)
 
-def _ask(agent: str, reason: str) -> dict:
-    """The agent's way of saying: ask the user before this tool call runs."""
+
+def stop(agent: str, target: str, event: str = "") -> dict:
+    """The agent's way of stopping a ledger write: ask where the agent enforces it, else deny.
+
+    Claude asks the user (who sees the reason) and tells the model the docket way;
+    Codex treats "ask" as a failed hook and runs the call, Cursor's preToolUse
+    ignores "ask", Gemini knows allow and deny only, and Copilot's cloud agent
+    denies on "ask": they all deny, with the reason addressed to the agent.
+    """
+    ask = ASK_REASON.format(target=target)
+    tell = AGENT_REASON.format(target=target)
     if agent == "cursor":
-        out = {"permission": "ask", "user_message": reason, "agent_message": reason}
-    elif agent == "copilot":
-        out = {"permissionDecision": "ask", "permissionDecisionReason": reason}
-    elif agent == "gemini":
-        # Gemini's BeforeTool knows allow and deny only: deny, and the reason tells the agent the way.
-        out = {"decision": "deny", "reason": reason}
-    else:
-        out = {
-            "hookSpecificOutput": {
-                "hookEventName": "PreToolUse",
-                "permissionDecision": "ask",
-                "permissionDecisionReason": reason,
-            }
-        }
-    return out
+        if event == "beforeShellExecution":
+            return {"permission": "ask", "user_message": ask, "agent_message": tell}
+        # preToolUse: documented as permission/user_message/agent_message and as decision/reason
+        # depending on the Cursor version; both spellings say deny.
+        return {"permission": "deny", "decision": "deny", "reason": tell, "user_message": tell, "agent_message": tell}
+    if agent == "copilot":
+        return {"permissionDecision": "deny", "permissionDecisionReason": tell}
+    if agent == "gemini":
+        return {"decision": "deny", "reason": tell}
+    if agent == "codex":
+        specific = {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": tell}
+        return {"hookSpecificOutput": specific}
+    specific = {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "ask",
+        "permissionDecisionReason": ask,
+        "additionalContext": tell,
+    }
+    return {"hookSpecificOutput": specific}
 
 
-def _add_context(out: dict, agent: str, text: str, event: str) -> None:
-    if agent == "cursor":
-        out["additional_context"] = text
-    elif agent == "copilot":
-        out["additionalContext"] = text
-    else:
-        specific = out.setdefault("hookSpecificOutput", {"hookEventName": event})
-        specific["additionalContext"] = text
+#: Agents whose pre-tool hook output can carry added context for the model.
+CONTEXT_AGENTS = ("claude", "codex")
 
 
 #: Exact path or directory scopes govern a file; globs and component names do not.
@@ -177,26 +217,23 @@ def _governing_context(payload: dict, path: str, cwd: Path) -> str | None:
 
 
 def pre_tool_use(payload: dict, agent: str) -> None:
-    """Ask before a tool call writes a ledger; add governing decisions to file edits."""
+    """Stop a tool call that writes a ledger; add governing decisions to file edits."""
     call = tool_call(payload)
     if call is None:
         return
     tool, tool_input = call
     cwd = cwd_of(payload)
-    reason = guard.ask_reason(tool, tool_input, str(cwd))
-    if reason is not None:
-        _emit(_ask(agent, reason))
+    target = guard.ledger_write(tool, tool_input, str(cwd))
+    if target is not None:
+        _emit(stop(agent, target, str(payload.get("hook_event_name") or "")))
         return
-    path = guard.edited_path(tool, tool_input)
-    if path is None:
-        return
-    if agent == "gemini":
-        return  # Gemini's BeforeTool has no channel for added context
-    context = _governing_context(payload, path, cwd)
-    if context:
-        out: dict = {}
-        _add_context(out, agent, context, "PreToolUse")
-        _emit(out)
+    paths = guard.edited_paths(tool, tool_input)
+    if not paths or agent not in CONTEXT_AGENTS:
+        return  # Gemini's BeforeTool, Copilot's preToolUse and Cursor's have no channel for added context
+    notes = [c for c in (_governing_context(payload, path, cwd) for path in paths[:MAX_GOVERNING]) if c]
+    if notes:
+        specific = {"hookEventName": "PreToolUse", "additionalContext": "\n\n".join(notes)}
+        _emit({"hookSpecificOutput": specific})
 
 
 # -- session-start -------------------------------------------------------------------
@@ -206,31 +243,73 @@ def pre_tool_use(payload: dict, agent: str) -> None:
 CONTEXT_LIMITS = {"claude": 10_000, "codex": 10_000, "gemini": 10_000, "copilot": 10_000, "cursor": 10_000}
 
 
+#: A second start event for the same session within this many seconds is a repeat, not news.
+REPEAT_SECONDS = 10.0
+
+
+def _repeat_window() -> float:
+    try:
+        return float(os.environ.get("DOCKET_HOOK_REPEAT_SECONDS", REPEAT_SECONDS))
+    except ValueError:
+        return REPEAT_SECONDS
+
+
+def _worktree(cwd: Path) -> str:
+    from docket_git.ledger import store
+
+    ledger = store.find_ledger(cwd)
+    return str((ledger.parent.parent if ledger else cwd).resolve())
+
+
 def session_start(payload: dict, agent: str) -> None:
-    """Print the briefing (or, on resume, what changed) in the agent's envelope; remember the baseline."""
-    from docket_git.context import build_briefing
-    from docket_git.context.envelope import wrap
+    """Print the briefing (or, on resume, what changed) in the agent's envelope; remember the baseline.
+
+    A repeat within seconds (two agents' settings running the hook for one
+    session, or Claude's extra ``startup`` beside a ``resume``) prints nothing.
+    A resume whose session left no baseline (a new session ID) takes the
+    transcript's, else the last briefing given in this worktree.
+    """
+    from docket_git.context import build_briefing, envelope
 
     source = str(payload.get("source") or payload.get("trigger") or "startup")
     cwd = cwd_of(payload)
     if not cwd.is_dir():
         return
     session = session_of(payload)
-    state = hookstate.load(session)
+    transcript = payload.get("transcript_path") or payload.get("transcriptPath")
+    transcript_key = f"transcript:{transcript}" if isinstance(transcript, str) and transcript else ""
+    key = session or transcript_key
+    window = _repeat_window()
+    worktree_key = f"worktree:{_worktree(cwd)}"
+    state = hookstate.load(session) or hookstate.load(transcript_key)
+    if source == "startup":
+        repeat = hookstate.recent(f"any:{key}", window) or (
+            not state and hookstate.recent(f"resume:{worktree_key}", window)
+        )
+        if repeat or not hookstate.claim(f"startup:{key}", window):
+            return
+    elif not hookstate.claim(f"{source}:{key}", window):
+        return
+    hookstate.claim(f"any:{key}", 0.0001)  # touch: a startup right after this event is a repeat
+    if source == "resume":
+        hookstate.claim(f"resume:{worktree_key}", 0.0001)
+    worktree = hookstate.load(worktree_key)
     # startup, clear and compact leave the agent with no record in context: brief in full.
-    since = state.get("baseline") if source == "resume" else None
+    since = (state.get("baseline") or worktree.get("baseline")) if source == "resume" else None
     briefing = build_briefing(cwd, max_chars=CONTEXT_LIMITS[agent], since=since or None)
     for note in briefing.notes:
-        print(f"docket: {note}", file=sys.stderr)
+        _note(note)
     if not briefing.text:
         return
-    sys.stdout.write(wrap(briefing.text, agent))
+    _emit(envelope.payload(briefing.text, agent))
     if briefing.baseline:
         from docket_git.repo.gitio import head_commit
 
         state["baseline"] = briefing.baseline
         state["commit"] = head_commit(cwd) or ""
-        hookstate.save(session, state)
+        for name in (session, transcript_key):
+            hookstate.save(name, state)
+        hookstate.save(worktree_key, {"baseline": briefing.baseline})
 
 
 # -- dispatch -----------------------------------------------------------------------------
@@ -253,14 +332,24 @@ def main(argv: list[str]) -> int:
             return 0
         print(f"docket: {USAGE}", file=sys.stderr)
         return 2
-    payload = _read_payload()
-    if payload is None:
-        return 0  # not JSON: stay out of the agent's way
+    _tolerant_streams()
     try:
+        payload = _read_payload()
+        if payload is None:
+            return 0  # not a JSON object: stay out of the agent's way
         if args[0] == "pre-tool-use":
             pre_tool_use(payload, agent)
         else:
             session_start(payload, agent)
-    except Exception as exc:
-        print(f"docket: hook {args[0]} failed: {exc}", file=sys.stderr)
+    except BaseException as exc:  # a hook must never fail (or lock) the agent's session
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            return 0
+        _note(f"hook {args[0]} failed: {type(exc).__name__}: {exc}"[:500])
     return 0
+
+
+def _tolerant_streams() -> None:
+    """Never fail on an encoding: unencodable text is replaced (stdout JSON is ASCII anyway)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]

@@ -58,3 +58,38 @@ def _expire(directory: Path) -> None:
         with contextlib.suppress(OSError):
             if entry.stat().st_mtime < cutoff:
                 entry.unlink()
+
+
+def claim(key: str, window: float) -> bool:
+    """True the first time key is claimed within window seconds; False for a repeat (atomic across processes).
+
+    Two hook processes fired for one event (an agent that also runs another
+    agent's hook settings) race here: exactly one of them wins.
+    """
+    if not key or window <= 0:
+        return True
+    marker = _file(f"claim:{key}").with_suffix(".claim")
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        return True
+    except FileExistsError:
+        try:
+            if time.time() - marker.stat().st_mtime < window:
+                return False
+            os.utime(marker)
+        except OSError:
+            return True
+        return True
+    except OSError:
+        return True  # no state directory: never suppress a briefing for it
+
+
+def recent(key: str, window: float) -> bool:
+    """True when key was claimed less than window seconds ago."""
+    if not key or window <= 0:
+        return False
+    try:
+        return time.time() - _file(f"claim:{key}").with_suffix(".claim").stat().st_mtime < window
+    except OSError:
+        return False

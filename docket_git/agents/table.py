@@ -8,13 +8,36 @@ and an entry that already runs ``docket hook ...`` is not added twice.
 from __future__ import annotations
 
 import json
+import re
+import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from docket_git.ledger.store import LedgerError, write_atomic
 
-SESSION = "docket hook session-start"
-GUARD = "docket hook pre-tool-use"
+SESSION = "session-start"
+GUARD = "pre-tool-use"
+
+#: How a settings file names docket's hook commands, whatever form wraps them.
+_DOCKET_HOOK = re.compile(r"docket['\"]?\s+hook\s+(session-start|pre-tool-use)\b")
+
+
+def hook_command(hook: str, agent: str, docket: str | None = None) -> str:
+    """The shell command an agent's settings run for one of docket's hooks.
+
+    It exits 0 and prints nothing when docket cannot start, because Copilot
+    denies a tool on a non-zero exit (127: command not found) and Gemini on one
+    with text on stderr: a missing docket must cost the briefing and the guard,
+    never the agent's tools. With docket (an absolute path, for files that stay
+    on this machine) it needs no PATH; without, it looks docket up on PATH, for
+    files committed for a team, whose paths differ per machine.
+    """
+    args = f"hook {hook}" if agent == "claude" else f"hook {hook} --for {agent}"
+    if docket is None:
+        return f"command -v docket >/dev/null 2>&1 && docket {args} || true"
+    exe = shlex.quote(docket)
+    return f"[ -x {exe} ] && {exe} {args} || true"
 
 
 @dataclass(frozen=True)
@@ -24,16 +47,22 @@ class Agent:
     name: str
     project_file: str
     user_file: str
-    settings: dict
+    build: Callable[[str | None], dict]
+
+    @property
+    def settings(self) -> dict:
+        """The portable settings (docket looked up on PATH): what ``hooks/`` holds."""
+        return self.build(None)
 
     def path(self, root: Path, *, user: bool) -> Path:
         """The settings file for this project (root) or for the user."""
         return Path(self.user_file).expanduser() if user else root / self.project_file
 
 
-def _nested(event_matchers: list[tuple[str, str | None, str, int]]) -> dict:
+def _nested(agent: str, event_matchers: list[tuple[str, str | None, str, int]], docket: str | None) -> dict:
     hooks: dict[str, list] = {}
-    for event, matcher, command, timeout in event_matchers:
+    for event, matcher, hook, timeout in event_matchers:
+        command = hook_command(hook, agent, docket)
         entry: dict = {"hooks": [{"type": "command", "command": command, "timeout": timeout}]}
         if matcher is not None:
             entry = {"matcher": matcher, **entry}
@@ -41,64 +70,67 @@ def _nested(event_matchers: list[tuple[str, str | None, str, int]]) -> dict:
     return {"hooks": hooks}
 
 
-AGENTS: dict[str, Agent] = {
-    "claude": Agent(
+def _claude(docket: str | None) -> dict:
+    return _nested(
         "claude",
-        ".claude/settings.json",
-        "~/.claude/settings.json",
-        _nested(
-            [
-                ("SessionStart", "startup|resume|clear|compact", SESSION, 10),
-                ("PreToolUse", "Edit|Write|MultiEdit|Bash", GUARD, 5),
-            ]
-        ),
-    ),
-    "codex": Agent(
+        [
+            ("SessionStart", "startup|resume|clear|compact", SESSION, 10),
+            ("PreToolUse", "Edit|Write|MultiEdit|NotebookEdit|Bash", GUARD, 5),
+        ],
+        docket,
+    )
+
+
+def _codex(docket: str | None) -> dict:
+    return _nested(
         "codex",
-        ".codex/hooks.json",
-        "~/.codex/hooks.json",
-        _nested(
-            [
-                ("SessionStart", "startup|resume|clear|compact", f"{SESSION} --for codex", 10),
-                ("PreToolUse", "Bash|apply_patch|Edit|Write", f"{GUARD} --for codex", 5),
-            ]
-        ),
-    ),
-    "gemini": Agent(
+        [
+            ("SessionStart", "startup|resume|clear|compact", SESSION, 10),
+            ("PreToolUse", "Bash|apply_patch|Edit|Write", GUARD, 5),
+        ],
+        docket,
+    )
+
+
+def _gemini(docket: str | None) -> dict:
+    # Gemini's timeouts are in milliseconds.
+    return _nested(
         "gemini",
-        ".gemini/settings.json",
-        "~/.gemini/settings.json",
-        _nested(
-            [
-                ("SessionStart", None, f"{SESSION} --for gemini", 10000),
-                ("BeforeTool", "write_file|replace|run_shell_command", f"{GUARD} --for gemini", 5000),
-            ]
-        ),
-    ),
-    "copilot": Agent(
-        "copilot",
-        ".github/hooks/docket.json",
-        "~/.copilot/hooks/docket.json",
-        {
-            "version": 1,
-            "hooks": {
-                "sessionStart": [{"type": "command", "bash": f"{SESSION} --for copilot", "timeoutSec": 10}],
-                "preToolUse": [{"type": "command", "bash": f"{GUARD} --for copilot", "timeoutSec": 5}],
-            },
+        [
+            ("SessionStart", None, SESSION, 10000),
+            ("BeforeTool", "write_file|replace|run_shell_command", GUARD, 5000),
+        ],
+        docket,
+    )
+
+
+def _copilot(docket: str | None) -> dict:
+    def entry(hook: str, timeout: int) -> dict:
+        return {"type": "command", "bash": hook_command(hook, "copilot", docket), "timeoutSec": timeout}
+
+    return {"version": 1, "hooks": {"sessionStart": [entry(SESSION, 10)], "preToolUse": [entry(GUARD, 5)]}}
+
+
+def _cursor(docket: str | None) -> dict:
+    return {
+        "version": 1,
+        "hooks": {
+            "sessionStart": [{"command": hook_command(SESSION, "cursor", docket)}],
+            "beforeShellExecution": [{"command": hook_command(GUARD, "cursor", docket)}],
+            # File tools: Cursor's preToolUse enforces deny (not ask); shell calls are beforeShellExecution's.
+            "preToolUse": [
+                {"command": hook_command(GUARD, "cursor", docket), "matcher": "Write|StrReplace|Delete|Edit"}
+            ],
         },
-    ),
-    "cursor": Agent(
-        "cursor",
-        ".cursor/hooks.json",
-        "~/.cursor/hooks.json",
-        {
-            "version": 1,
-            "hooks": {
-                "sessionStart": [{"command": f"{SESSION} --for cursor"}],
-                "beforeShellExecution": [{"command": f"{GUARD} --for cursor"}],
-            },
-        },
-    ),
+    }
+
+
+AGENTS: dict[str, Agent] = {
+    "claude": Agent("claude", ".claude/settings.json", "~/.claude/settings.json", _claude),
+    "codex": Agent("codex", ".codex/hooks.json", "~/.codex/hooks.json", _codex),
+    "gemini": Agent("gemini", ".gemini/settings.json", "~/.gemini/settings.json", _gemini),
+    "copilot": Agent("copilot", ".github/hooks/docket.json", "~/.copilot/hooks/docket.json", _copilot),
+    "cursor": Agent("cursor", ".cursor/hooks.json", "~/.cursor/hooks.json", _cursor),
 }
 
 
@@ -125,12 +157,23 @@ def _commands(entry: object) -> list[str]:
     return found
 
 
-def _is_docket(entry: object, command: str) -> bool:
-    return any(c.startswith(command.split(" --for")[0]) for c in _commands(entry))
+def _hooks_run(entry: object) -> set[str]:
+    """The docket hooks (session-start, pre-tool-use) an entry runs."""
+    return {m.group(1) for c in _commands(entry) for m in [_DOCKET_HOOK.search(c)] if m}
+
+
+def _only_docket(entry: object) -> bool:
+    commands = _commands(entry)
+    return bool(commands) and all(_DOCKET_HOOK.search(c) for c in commands)
 
 
 def merge_settings(existing: dict, wanted: dict) -> tuple[dict, list[str]]:
-    """existing settings plus docket's hook entries; and the events it added."""
+    """existing settings plus docket's hook entries; and the events it added or updated.
+
+    An older docket entry (another command form or matcher) is replaced in place,
+    so re-running the installer upgrades it; an entry that mixes docket with the
+    user's own commands is left alone.
+    """
     merged = json.loads(json.dumps(existing))
     for key, value in wanted.items():
         if key != "hooks":
@@ -138,21 +181,29 @@ def merge_settings(existing: dict, wanted: dict) -> tuple[dict, list[str]]:
     hooks = merged.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise LedgerError("the settings file's 'hooks' is not an object; fix it by hand first")
-    added: list[str] = []
+    changed: list[str] = []
     for event, entries in wanted["hooks"].items():
         current = hooks.setdefault(event, [])
         if not isinstance(current, list):
             raise LedgerError(f"the settings file's hooks.{event} is not a list; fix it by hand first")
         for entry in entries:
-            command = _commands(entry)[0]
-            if not any(_is_docket(e, command) for e in current):
+            names = _hooks_run(entry)
+            mine = [i for i, e in enumerate(current) if _hooks_run(e) & names]
+            if not mine:
                 current.append(entry)
-                added.append(event)
-    return merged, added
+                changed.append(event)
+            elif current[mine[0]] != entry and _only_docket(current[mine[0]]):
+                current[mine[0]] = entry
+                changed.append(f"{event} (updated)")
+    return merged, changed
 
 
-def install(agent: str, root: Path, *, user: bool = False) -> tuple[Path, list[str]]:
-    """Merge docket's hooks into one agent's settings file; return it and the events added."""
+def install(agent: str, root: Path, *, user: bool = False, docket: str | None = None) -> tuple[Path, list[str]]:
+    """Merge docket's hooks into one agent's settings file; return it and the events added or updated.
+
+    docket, an absolute path to the docket command, is written into user-level
+    files only: project files are committed and must work on every machine.
+    """
     spec = AGENTS[agent]
     path = spec.path(root, user=user)
     existing: dict = {}
@@ -163,11 +214,52 @@ def install(agent: str, root: Path, *, user: bool = False) -> tuple[Path, list[s
             raise LedgerError(f"{path} is not valid JSON ({exc}); fix or move it, then re-run") from None
         if not isinstance(existing, dict):
             raise LedgerError(f"{path} does not hold a JSON object; fix or move it, then re-run")
-    merged, added = merge_settings(existing, spec.settings)
+    merged, added = merge_settings(existing, spec.build(docket if user else None))
     if added:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, (json.dumps(merged, indent=2, ensure_ascii=False) + "\n").encode())
     return path, added
+
+
+#: What a user must know about an agent once docket's hooks are in its settings.
+NOTES = {
+    "codex": (
+        "codex runs project hooks only in a trusted project and skips a hooks file it has not reviewed: "
+        "open Codex's /hooks view and approve {path} (again after every change to it)"
+    ),
+    "gemini": (
+        "older gemini versions run hooks only when enabled: set tools.enableHooks to true in {path}; "
+        "gemini fires no SessionStart after compressing a conversation (run `docket context` then)"
+    ),
+    "copilot": (
+        "copilot's cloud agent runs {path} only with docket installed in its environment: add "
+        "`pip install docket-git` to .github/workflows/copilot-setup-steps.yml (docs/hooks.md)"
+    ),
+}
+
+
+def notes(root: Path) -> list[str]:
+    """``doctor`` notes about wired agents: reviews they need, and hook entries an older docket wrote."""
+    out: list[str] = []
+    for name, where in wired(root).items():
+        if where is None:
+            continue
+        try:
+            data = json.loads(Path(where).read_text())
+        except (OSError, ValueError):
+            continue
+        user = not Path(where).resolve().is_relative_to(root.resolve())
+        hooks = data.get("hooks", {}) if isinstance(data, dict) else {}
+        current = {c for entries in hooks.values() if isinstance(entries, list) for e in entries for c in _commands(e)}
+        wanted = {c for entries in AGENTS[name].settings["hooks"].values() for e in entries for c in _commands(e)}
+        if not user and not wanted <= current:
+            flag = " --user" if user else ""
+            out.append(
+                f"{name}'s hooks in {where} are from an older docket; update: docket install-hooks --agents {name}{flag}"
+            )
+        if name in NOTES:
+            out.append(NOTES[name].format(path=where))
+    return out
 
 
 def wired(root: Path) -> dict[str, str | None]:
@@ -183,7 +275,7 @@ def wired(root: Path) -> dict[str, str | None]:
                 continue
             hooks = data.get("hooks") if isinstance(data, dict) else None
             if isinstance(hooks, dict) and any(
-                _is_docket(e, SESSION) for entries in hooks.values() if isinstance(entries, list) for e in entries
+                SESSION in _hooks_run(e) for entries in hooks.values() if isinstance(entries, list) for e in entries
             ):
                 out[name] = str(path)
                 break

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -21,12 +23,24 @@ def install_agents(value: str, *, user: bool) -> None:
         if ledger is None:
             raise store.LedgerError("not in a git repository; use --user for the user-level settings")
         root = ledger.parent.parent
+    docket = _docket_path() if user else None
     for name in names:
-        path, added = agents.install(name, root or Path.cwd(), user=user)
+        path, added = agents.install(name, root or Path.cwd(), user=user, docket=docket)
         if added:
             typer.echo(f"docket: {name}: added {', '.join(added)} hooks to {path}")
         else:
             typer.echo(f"docket: {name}: {path} already runs docket's hooks")
+        if name in agents.NOTES:
+            typer.echo(f"docket: note: {agents.NOTES[name].format(path=path)}")
+
+
+def _docket_path() -> str | None:
+    """This docket's absolute path, for hook files that stay on this machine (None: look it up on PATH)."""
+    script = Path(sys.argv[0])
+    if script.name.startswith("docket") and script.is_file():
+        return str(script.absolute())
+    found = shutil.which("docket")
+    return str(Path(found).absolute()) if found else None
 
 
 @app.command("install-hooks", rich_help_panel="Maintain")

@@ -88,13 +88,15 @@ def doctor() -> None:
             typer.echo(f"docket: ok: {finding.what}")
         else:
             typer.echo(f"docket: problem: {finding.what}; fix: {finding.fix}")
-    from docket_git.agents.table import wired
+    from docket_git.agents.table import notes, wired
 
     for agent, where in wired(root).items():
         if where:
             typer.echo(f"docket: ok: {agent} runs docket's hooks ({where})")
         else:
             typer.echo(f"docket: note: {agent} is not wired; to brief it each session: docket init --agents {agent}")
+    for line in notes(root):
+        typer.echo(f"docket: note: {line}")
     gaps = sum(not f.ok for f in findings)
     if gaps:
         typer.echo(f"docket: {gaps} problem(s); until they are fixed, git merges ledgers as text and conflicts")
