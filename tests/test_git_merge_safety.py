@@ -1,0 +1,172 @@
+"""Real git: the three ways a merge used to lose or rewrite committed records (issue 12), each reproduced."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Repo
+
+BARE_PATH = "/usr/bin:/bin"
+
+
+def commit(repo: Repo, message: str) -> None:
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "-m", message)
+
+
+def texts(repo: Repo) -> list[str]:
+    return [r["text"] for r in repo.records()]
+
+
+def run_git(repo: Repo, *args: str, path: str | None = None) -> subprocess.CompletedProcess:
+    env = {**repo.env, "PATH": path} if path else repo.env
+    return subprocess.run(["git", *args], cwd=repo.path, env=env, capture_output=True, text=True)
+
+
+def blob(repo: Repo, rev: str) -> bytes:
+    return subprocess.run(
+        ["git", "show", f"{rev}:.docket/ledger.jsonl"], cwd=repo.path, env=repo.env, capture_output=True, check=True
+    ).stdout
+
+
+@pytest.fixture
+def based(repo: Repo) -> Repo:
+    repo.ok("claim", "base")
+    commit(repo, "base")
+    return repo
+
+
+@pytest.mark.xfail(strict=True, reason="issue 12: not fixed yet")
+def test_criss_cross_merge_keeps_ours_as_a_byte_prefix(based: Repo):
+    r = based
+    r.git("switch", "-q", "-c", "s1")
+    r.ok("claim", "from s1")
+    commit(r, "s1")
+    r.git("switch", "-q", "-c", "s2", "main")
+    r.ok("claim", "from s2")
+    commit(r, "s2")
+    r.git("merge", "-q", "s1", "-m", "m1")  # on s2
+    r.git("switch", "-q", "s1")
+    r.git("merge", "-q", "s2~1", "-m", "m2")
+    before = blob(r, "s1")
+    assert len(r.git("merge-base", "--all", "s1", "s2").split()) == 2
+    r.git("merge", "-q", "s2", "-m", "m3")  # criss-cross: two merge bases
+    after = blob(r, "s1")
+    assert after.startswith(before), (before, after)
+    assert sorted(texts(r)) == ["base", "from s1", "from s2"]
+    assert r.docket("check").code == 0
+
+
+@pytest.mark.xfail(strict=True, reason="issue 12: not fixed yet")
+def test_a_driver_run_without_path_still_merges(based: Repo):
+    r = based
+    r.git("switch", "-q", "-c", "topic")
+    r.ok("claim", "topic")
+    commit(r, "topic")
+    r.git("switch", "-q", "main")
+    r.ok("claim", "main")
+    commit(r, "main")
+    proc = run_git(r, "merge", "--no-edit", "topic", path=BARE_PATH)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert texts(r) == ["base", "main", "topic"]
+    assert r.git("status", "--porcelain") == ""
+
+
+@pytest.mark.xfail(strict=True, reason="issue 12: not fixed yet")
+def test_a_driver_that_cannot_start_leaves_markers_and_the_commit_is_refused(based: Repo):
+    r = based
+    r.git("config", "merge.docket.driver", "/nowhere/docket merge-driver %O %A %B %P")
+    r.git("switch", "-q", "-c", "topic")
+    r.ok("claim", "topic record")
+    commit(r, "topic")
+    r.git("switch", "-q", "main")
+    r.ok("claim", "main record")
+    commit(r, "main")
+    proc = run_git(r, "merge", "--no-edit", "topic", path=BARE_PATH)
+    assert proc.returncode != 0
+    # Whatever the driver left, staging ours and committing must not drop topic's record.
+    r.git("checkout", "--ours", ".docket/ledger.jsonl")
+    r.git("add", ".docket/ledger.jsonl")
+    commit_proc = run_git(r, "commit", "--no-edit", path=BARE_PATH)
+    assert commit_proc.returncode != 0
+    out = commit_proc.stdout + commit_proc.stderr
+    assert "topic record" in out and "docket resolve-conflict" in out
+    assert (Path(r.path) / ".git" / "MERGE_HEAD").exists()
+
+
+@pytest.mark.xfail(strict=True, reason="issue 12: not fixed yet")
+def test_resolve_conflict_during_pull_rebase_keeps_upstream_ids(based: Repo, tmp_path: Path):
+    up = based
+    clone = Repo(tmp_path / "clone", up.env)
+    subprocess.run(["git", "clone", "-q", str(up.path), str(clone.path)], check=True, env=up.env)
+    # The clone never ran docket init: git merges the ledger as text.
+    clone.ok("claim", "mine")
+    clone.git("commit", "-q", "--no-verify", "-am", "mine")
+    up.ok("claim", "upstream")
+    commit(up, "upstream")
+    pushed = blob(up, "main")
+    proc = run_git(clone, "pull", "--rebase", "-q")
+    assert proc.returncode != 0
+    assert "<<<<<<<" in clone.ledger.read_text()
+    result = clone.docket("resolve-conflict")
+    assert result.code == 0, result.out + result.err
+    assert clone.ledger.read_bytes().startswith(pushed)
+    assert texts(clone) == ["base", "upstream", "mine"]
+    assert "UU" not in clone.git("status", "--porcelain")
+    cont = subprocess.run(
+        ["git", "-c", "core.editor=true", "rebase", "--continue"],
+        cwd=clone.path,
+        env=clone.env,
+        capture_output=True,
+        text=True,
+    )
+    assert cont.returncode == 0, cont.stderr
+    assert blob(clone, "HEAD").startswith(pushed)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 12: not fixed yet")
+def test_resolve_conflict_during_a_merge_keeps_ours_and_merge_head(based: Repo, tmp_path: Path):
+    r = based
+    r.git("config", "--unset", "merge.docket.driver")
+    r.git("config", "--unset", "merge.docket.name")
+    r.git("switch", "-q", "-c", "topic")
+    r.ok("claim", "topic")
+    r.ok("decision", "builds on c2", "--choice", "x", "--depends-on", "c2")
+    commit(r, "topic")
+    r.git("switch", "-q", "main")
+    r.ok("claim", "main")
+    commit(r, "main")
+    ours = blob(r, "main")
+    assert run_git(r, "merge", "--no-edit", "topic").returncode != 0
+    result = r.docket("resolve-conflict")
+    assert result.code == 0, result.out + result.err
+    assert "c2 -> c3" in result.out + result.err
+    assert r.ledger.read_bytes().startswith(ours)
+    assert texts(r) == ["base", "main", "topic", "builds on c3"]
+    assert r.records()[-1]["depends_on"] == ["c3"]
+    assert (r.path / ".git" / "MERGE_HEAD").exists()
+    r.git("commit", "-q", "--no-edit")
+    again = r.docket("resolve-conflict")
+    assert again.code == 1 and "no conflicted ledger" in again.err
+
+
+@pytest.mark.xfail(strict=True, reason="issue 12: not fixed yet")
+def test_resolve_conflict_refuses_outside_a_conflict(based: Repo):
+    before = based.ledger.read_bytes()
+    result = based.docket("resolve-conflict")
+    assert result.code == 1
+    assert result.err.startswith("docket: ")
+    assert based.ledger.read_bytes() == before
+
+
+@pytest.mark.xfail(strict=True, reason="issue 12: not fixed yet")
+def test_init_writes_commands_that_need_no_path(bare_repo: Repo):
+    bare_repo.ok("init")
+    driver = bare_repo.git("config", "--get", "merge.docket.driver").strip()
+    assert driver.split()[0].startswith(("/", "'/"))
+    assert "merge-driver %O %A %B %P" in driver
+    hook = (bare_repo.path / ".git" / "hooks" / "pre-commit").read_text()
+    assert "did you forget to activate your virtualenv" in hook
