@@ -39,7 +39,6 @@ def based(repo: Repo) -> Repo:
     return repo
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12: not fixed yet")
 def test_criss_cross_merge_keeps_ours_as_a_byte_prefix(based: Repo):
     r = based
     r.git("switch", "-q", "-c", "s1")
@@ -60,7 +59,6 @@ def test_criss_cross_merge_keeps_ours_as_a_byte_prefix(based: Repo):
     assert r.docket("check").code == 0
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12: not fixed yet")
 def test_a_driver_run_without_path_still_merges(based: Repo):
     r = based
     r.git("switch", "-q", "-c", "topic")
@@ -162,7 +160,6 @@ def test_resolve_conflict_refuses_outside_a_conflict(based: Repo):
     assert based.ledger.read_bytes() == before
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12: not fixed yet")
 def test_init_writes_commands_that_need_no_path(bare_repo: Repo):
     bare_repo.ok("init")
     driver = bare_repo.git("config", "--get", "merge.docket.driver").strip()
