@@ -73,7 +73,6 @@ def test_a_driver_run_without_path_still_merges(based: Repo):
     assert r.git("status", "--porcelain") == ""
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12: not fixed yet")
 def test_a_driver_that_cannot_start_leaves_markers_and_the_commit_is_refused(based: Repo):
     r = based
     r.git("config", "merge.docket.driver", "/nowhere/docket merge-driver %O %A %B %P")
@@ -95,7 +94,6 @@ def test_a_driver_that_cannot_start_leaves_markers_and_the_commit_is_refused(bas
     assert (Path(r.path) / ".git" / "MERGE_HEAD").exists()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12: not fixed yet")
 def test_resolve_conflict_during_pull_rebase_keeps_upstream_ids(based: Repo, tmp_path: Path):
     up = based
     clone = Repo(tmp_path / "clone", up.env)
@@ -125,11 +123,9 @@ def test_resolve_conflict_during_pull_rebase_keeps_upstream_ids(based: Repo, tmp
     assert blob(clone, "HEAD").startswith(pushed)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12: not fixed yet")
 def test_resolve_conflict_during_a_merge_keeps_ours_and_merge_head(based: Repo, tmp_path: Path):
     r = based
-    r.git("config", "--unset", "merge.docket.driver")
-    r.git("config", "--unset", "merge.docket.name")
+    r.git("config", "--remove-section", "merge.docket")
     r.git("switch", "-q", "-c", "topic")
     r.ok("claim", "topic")
     r.ok("decision", "builds on c2", "--choice", "x", "--depends-on", "c2")
@@ -151,7 +147,6 @@ def test_resolve_conflict_during_a_merge_keeps_ours_and_merge_head(based: Repo, 
     assert again.code == 1 and "no conflicted ledger" in again.err
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12: not fixed yet")
 def test_resolve_conflict_refuses_outside_a_conflict(based: Repo):
     before = based.ledger.read_bytes()
     result = based.docket("resolve-conflict")

@@ -13,7 +13,7 @@ from docket_git.ledger.store import LedgerError
 
 # Each module registers its commands on import; `docket --help` lists them in
 # this order: record, read, history, share across branches, set up, maintain.
-COMMAND_MODULES = ("record", "context", "read", "history", "merge", "setup", "agents", "migrate")
+COMMAND_MODULES = ("record", "context", "read", "history", "merge", "resolve", "setup", "agents", "migrate")
 for _name in COMMAND_MODULES:
     importlib.import_module(f"docket_git.cli.{_name}")
 

@@ -239,7 +239,7 @@ def _check_staged(against: str | None) -> int:
                 f"or drop your edits with 'git checkout HEAD -- {rel}'",
                 err=True,
             )
-    fault = staged.append_only_fault(parents, data, rel)
+    fault = staged.append_only_fault(parents, data, rel) or (against is None and staged.merge_fault(root, rel, data))
     if fault:
         typer.echo(f"docket: {fault}", err=True)
         code = 1

@@ -309,11 +309,12 @@ def diagnose(root: Path) -> list[Finding]:
     findings: list[Finding] = []
     command = gitio.config_get(root, "merge.docket.driver")
     name = gitio.config_get(root, "merge.docket.name")
-    if not command and name:
+    orphan = [k for k in ("name", "recursive") if gitio.config_get(root, f"merge.docket.{k}")]
+    if not command and orphan:
         findings.append(
             Finding(
                 False,
-                "merge.docket.name is set without merge.docket.driver, so git aborts every ledger merge "
+                f"merge.docket.{orphan[0]} is set without merge.docket.driver, so git aborts every ledger merge "
                 "('custom merge driver docket lacks command line')",
                 "run docket init",
             )
