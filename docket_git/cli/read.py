@@ -166,7 +166,7 @@ def check_bytes(path: Path | str, data: bytes) -> int:
     if "duplicate id" in messages or "does not increase past" in messages:
         typer.echo(ORDER_ADVICE)
     elif "conflict marker" in messages:
-        typer.echo("Restore each side's ledger (git show :2:PATH, :3:PATH), keep one, then: docket rebase OTHER_LEDGER")
+        typer.echo("docket: run 'docket resolve-conflict' to merge git's two sides of the ledger as the driver does")
     return 1
 
 

@@ -167,3 +167,19 @@ def next_step(what: str) -> str:
     if what in ("rebase", "cherry-pick", "revert"):
         return f"resolve any other conflicted files, then 'git {what} --continue'"
     return "resolve any other conflicted files, then 'git commit'"
+
+
+def in_progress(start: Path) -> tuple[str, str, bytes] | None:
+    """(git operation, ledger path, HEAD's ledger bytes) while a merge, rebase or cherry-pick is open here."""
+    from docket_git.ledger import store
+
+    ledger = store.find_ledger(start)
+    root = store.find_repo_root(ledger.parent if ledger else start)
+    if ledger is None or root is None:
+        return None
+    what = operation(root)
+    if what is None:
+        return None
+    rel = ledger.resolve().relative_to(root.resolve()).as_posix()
+    head = _show(root, "HEAD", rel)
+    return (what, rel, head) if head is not None else None

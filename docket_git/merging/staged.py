@@ -44,6 +44,13 @@ def append_only_fault(parents: list[tuple[str, bytes]], staged: bytes, path: str
         if extends(committed, staged) or is_migration_of(committed, staged):
             return None
     label, committed = parents[0]
+    if b"\r\n" in staged and any(extends(c, staged.replace(b"\r\n", b"\n")) for _, c in parents):
+        number = first_changed_line(committed, staged)
+        return (
+            f"{path} (staged) line {number}: its line ends were changed to CR LF; ledger lines end with LF "
+            f"only. Convert the file with: sed -i 's/\\r$//' {path}, then 'git add {path}' again "
+            "(docket init marks ledgers -text so git never converts them)"
+        )
     number = first_changed_line(committed, staged)
     if len(parents) > 1:
         return (
