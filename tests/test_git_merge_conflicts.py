@@ -120,3 +120,22 @@ def test_the_driver_refuses_a_crlf_tail_with_markers(driver: Driver):  # noqa: F
     assert code == 1
     assert "CR LF" in err
     assert b"<<<<<<<" in result
+
+
+def test_a_pick_whose_text_names_a_record_this_side_lacks_is_refused(repo: Repo):
+    # Imported as it was, "see c2" would name this side's own c2: a different record.
+    repo.ok("claim", "base")
+    commit(repo, "base")
+    repo.git("switch", "-q", "-c", "topic")
+    repo.ok("claim", "premise")
+    commit(repo, "premise")
+    repo.ok("claim", "follows from c2, see there")
+    commit(repo, "mention")
+    repo.git("switch", "-q", "main")
+    repo.ok("claim", "main work")
+    commit(repo, "main")
+    proc = subprocess.run(["git", "cherry-pick", "topic"], cwd=repo.path, env=repo.env, capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "c3 cites c2 (in its text), which this side does not have" in proc.stdout + proc.stderr
+    repo.git("cherry-pick", "--abort")
+    assert [r["text"] for r in repo.records()] == ["base", "main work"]

@@ -72,6 +72,7 @@ class History:
         self.count = 0
         self.tick = 0
         self.stats: Counter[str] = Counter()
+        self.at: dict[str, frozenset[str]] = {}  # commit -> the tokens its ledger must hold
 
     # -- running things -------------------------------------------------------------------------
 
@@ -237,11 +238,19 @@ class History:
 
     # -- operations -----------------------------------------------------------------------------
 
+    def older(self, branch: str) -> str:
+        """branch, or now and then one of its earlier tips: merging those makes criss-cross merges."""
+        if self.rng.random() < 0.6:
+            return branch
+        earlier = [c for c in self.git("rev-list", "--first-parent", "-n", "6", branch).stdout.split() if c in self.at]
+        return self.rng.choice(earlier) if earlier else branch
+
     def merge(self, ours: str, theirs: list[str], setup: str) -> None:
         self.git("switch", "-q", ours)
+        theirs = [self.older(t) for t in theirs]
         before, start = self.blob("HEAD"), self.head()
         octopus = len(theirs) > 1
-        self.steps.append(f"{ours}: merge {' '.join(theirs)} ({setup})")
+        self.steps.append(f"{ours}: merge {' '.join(t[:10] for t in theirs)} ({setup})")
         proc = self.git("merge", "-q", "--no-edit", *theirs, setup=setup, check=False)
         if proc.returncode != 0:
             if octopus or not self.in_progress():
@@ -252,18 +261,22 @@ class History:
                 self.steps.append("  octopus refused by git")
                 self.stats["octopus refused by git"] += 1
                 return
-            expected = set().union(*(self.tokens[t] for t in theirs)) - self.tokens[ours]
+            expected = set().union(*(self.expected(t) for t in theirs)) - self.tokens[ours]
             if not self.settle("merge", setup, missing_expected=bool(expected)):
                 return
         after = self.blob("HEAD")
         if not after.startswith(before) and not all(self.ledger_seen_in(before, t) for t in theirs):
             self.fail(f"merging into {ours} rewrote its committed ledger lines")
-        for branch in theirs:
-            self.tokens[ours] |= self.tokens[branch]
+        for rev in theirs:
+            self.tokens[ours] |= self.expected(rev)
         bases = len(self.git("merge-base", "--all", *theirs, f"{ours}@{{1}}", check=False).stdout.split())
         kind = "octopus" if octopus else ("criss-cross merge" if bases > 1 else "merge")
         self.stats[f"{kind} ({setup})"] += 1
         self.check(ours)
+
+    def expected(self, rev: str) -> frozenset[str]:
+        """The tokens the ledger at rev (a branch or an earlier tip) must hold."""
+        return frozenset(self.tokens[rev]) if rev in self.tokens else self.at[rev]
 
     def cherry_pick(self, ours: str, setup: str) -> None:
         self.git("switch", "-q", ours)
@@ -307,6 +320,7 @@ class History:
     def check(self, branch: str, deep: bool = False) -> None:
         if self.in_progress():
             self.fail("a git operation was left in progress")
+        self.at[self.head(branch)] = frozenset(self.tokens[branch])
         data = self.blob(branch)
         lines = [(n, raw) for n, raw in enumerate(data.split(b"\n"), start=1) if raw.strip()]
         faults, _ = validate.check_all(lines)
