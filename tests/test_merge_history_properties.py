@@ -41,6 +41,8 @@ _LONG = PROFILE == "long"
 HISTORIES = int(os.environ.get("DOCKET_PROPERTY_HISTORIES", "40" if _LONG else "2"))
 STEPS = int(os.environ.get("DOCKET_PROPERTY_STEPS", "40" if _LONG else "12"))
 FIRST_SEED = int(os.environ.get("DOCKET_PROPERTY_SEED", "0"))
+#: A file to append one JSON tally line per history to (read now: the env fixture clears DOCKET_*).
+REPORT = os.environ.get("DOCKET_PROPERTY_REPORT")
 
 LEDGER = ".docket/ledger.jsonl"
 BRANCHES = ("main", "b1", "b2", "b3")
@@ -131,6 +133,7 @@ class History:
         for branch in BRANCHES[1:]:
             self.git("branch", branch)
             self.tokens[branch] = set(self.tokens["main"])
+        self.check("main")
 
     def docket_ok(self, *args: str) -> subprocess.CompletedProcess:
         proc = self.docket(*args)
@@ -245,9 +248,16 @@ class History:
         earlier = [c for c in self.git("rev-list", "--first-parent", "-n", "6", branch).stdout.split() if c in self.at]
         return self.rng.choice(earlier) if earlier else branch
 
-    def merge(self, ours: str, theirs: list[str], setup: str) -> None:
+    def criss_cross(self, one: str, two: str, setup: str) -> None:
+        """one merges two's tip, two merges one's tip from before that, then one merges two: two merge bases."""
+        first, second = self.head(one), self.head(two)
+        self.merge(one, [second], setup, exact=True)
+        self.merge(two, [first], self.rng.choice(SETUPS), exact=True)
+        self.merge(one, [two], self.rng.choice(SETUPS), exact=True)
+
+    def merge(self, ours: str, theirs: list[str], setup: str, exact: bool = False) -> None:
         self.git("switch", "-q", ours)
-        theirs = [self.older(t) for t in theirs]
+        theirs = theirs if exact else [self.older(t) for t in theirs]
         before, start = self.blob("HEAD"), self.head()
         octopus = len(theirs) > 1
         self.steps.append(f"{ours}: merge {' '.join(t[:10] for t in theirs)} ({setup})")
@@ -389,8 +399,10 @@ class History:
             if roll < 0.4:
                 self.record(ours)
                 self.check(ours)
-            elif roll < 0.7:
+            elif roll < 0.62:
                 self.merge(ours, [self.rng.choice(others)], setup)
+            elif roll < 0.7:
+                self.criss_cross(ours, self.rng.choice(others), setup)
             elif roll < 0.75:
                 self.merge(ours, self.rng.sample(others, 2), setup)
             elif roll < 0.88:
@@ -418,7 +430,6 @@ def test_random_git_histories_keep_every_record(seed: int, tmp_path: Path, env: 
     subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True, env=env)
     history = History(path, env, seed)
     history.run(STEPS)
-    report = os.environ.get("DOCKET_PROPERTY_REPORT")
-    if report:  # the long profile's tally: one JSON line per history
-        with open(report, "a") as handle:
+    if REPORT:
+        with open(REPORT, "a") as handle:
             handle.write(json.dumps({"seed": seed, "steps": STEPS, **history.stats}) + "\n")
