@@ -38,8 +38,8 @@ from tests.conftest import DOCKET, rec
 
 PROFILE = os.environ.get("DOCKET_PROPERTY_PROFILE", "short")
 _LONG = PROFILE == "long"
-HISTORIES = int(os.environ.get("DOCKET_PROPERTY_HISTORIES", "40" if _LONG else "2"))
-STEPS = int(os.environ.get("DOCKET_PROPERTY_STEPS", "40" if _LONG else "12"))
+HISTORIES = int(os.environ.get("DOCKET_PROPERTY_HISTORIES", "30" if _LONG else "2"))
+STEPS = int(os.environ.get("DOCKET_PROPERTY_STEPS", "30" if _LONG else "8"))
 FIRST_SEED = int(os.environ.get("DOCKET_PROPERTY_SEED", "0"))
 #: A file to append one JSON tally line per history to (read now: the env fixture clears DOCKET_*).
 REPORT = os.environ.get("DOCKET_PROPERTY_REPORT")
@@ -410,7 +410,7 @@ class History:
             else:
                 self.pull_rebase(ours, self.rng.choice(others), setup)
         for branch in BRANCHES:
-            self.check(branch, deep=True)
+            self.check(branch, deep=_LONG)
             self.git("switch", "-q", branch)
             proc = self.docket("check")
             if proc.returncode != 0:
