@@ -162,3 +162,75 @@ def test_init_writes_commands_that_need_no_path(bare_repo: Repo):
     assert "merge-driver %O %A %B %P" in driver
     hook = (bare_repo.path / ".git" / "hooks" / "pre-commit").read_text()
     assert "did you forget to activate your virtualenv" in hook
+
+
+def test_the_criss_cross_merge_leaves_docket_log_naming_the_right_commits(based: Repo):
+    r = based
+    r.git("switch", "-q", "-c", "s1")
+    r.ok("claim", "from s1")
+    commit(r, "s1")
+    r.git("switch", "-q", "-c", "s2", "main")
+    r.ok("claim", "from s2")
+    commit(r, "s2")
+    r.git("merge", "-q", "s1", "-m", "m1")
+    r.git("switch", "-q", "s1")
+    r.git("merge", "-q", "s2~1", "-m", "m2")
+    r.git("merge", "-q", "s2", "-m", "m3")
+    ids = {rec["text"]: rec["id"] for rec in r.records()}
+    assert ids == {"base": "c1", "from s1": "c2", "from s2": "c3"}
+    for text, subject in (("from s1", "s1"), ("from s2", "s2")):
+        added = r.ok("log", ids[text], "--json").json()["added"]  # type: ignore[index]
+        assert added["subject"] == subject
+
+
+def test_a_moved_virtualenv_is_reported_and_init_rewires(based: Repo):
+    from docket_git.merging import wiring
+
+    r = based
+    gone = wiring.driver_command("'/moved away/venv/bin/python' -I -m docket_git")
+    r.git("config", "merge.docket.driver", gone)
+    doctor = r.docket("doctor")
+    assert doctor.code == 1
+    assert "does not start docket from a bare environment" in doctor.out
+    assert "run 'docket init' again with the docket you use now" in doctor.out
+    r.ok("init")
+    assert r.git("config", "--get", "merge.docket.driver").strip() == wiring.driver_command()
+    assert r.ok("doctor").code == 0
+
+
+def test_a_driver_whose_interpreter_is_gone_still_leaves_markers(based: Repo):
+    from docket_git.merging import wiring
+
+    r = based
+    r.git("config", "merge.docket.driver", wiring.driver_command("'/moved away/python' -I -m docket_git"))
+    r.git("switch", "-q", "-c", "topic")
+    r.ok("claim", "topic")
+    commit(r, "topic")
+    r.git("switch", "-q", "main")
+    r.ok("claim", "main")
+    commit(r, "main")
+    assert run_git(r, "merge", "--no-edit", "topic", path=BARE_PATH).returncode != 0
+    text = r.ledger.read_text()
+    assert "<<<<<<< ours" in text and '"topic"' in text and '"main"' in text
+    assert r.docket("resolve-conflict").code == 0
+    assert texts(r) == ["base", "main", "topic"]
+
+
+def test_the_hook_refuses_when_its_interpreter_is_gone_and_init_upgrades_an_old_hook(based: Repo):
+    from docket_git.merging import wiring
+
+    r = based
+    hook = r.path / ".git" / "hooks" / "pre-commit"
+    hook.write_text(wiring.hook_script("'/moved away/python' -I -m docket_git"))
+    r.ok("claim", "more")
+    r.git("add", "-A")
+    proc = run_git(r, "commit", "-m", "more", path=BARE_PATH)
+    assert proc.returncode != 0
+    assert "did you forget to activate your virtualenv?" in proc.stderr
+    doctor = r.docket("doctor")
+    assert doctor.code == 1 and "/moved away/python, which is gone" in doctor.out
+    # An older hook that looked for docket on PATH is replaced too.
+    hook.write_text(f"#!/bin/sh\n{wiring.HOOK_MARKER}\nexec docket check --staged\n")
+    assert "updated the pre-commit hook" in r.ok("init").out
+    assert hook.read_text() == wiring.hook_script()
+    assert run_git(r, "commit", "-q", "-m", "more", path=BARE_PATH).returncode == 0
