@@ -293,7 +293,7 @@ class History:
         candidates = [c for c in self.commits if not self.is_ancestor(c, "HEAD")]
         if not candidates:
             return
-        commit = self.rng.choice(sorted(candidates))
+        commit = self.rng.choice(sorted(candidates, key=lambda c: int(self.commits[c][1:])))  # not by SHA: replayable
         token = self.commits[commit]
         before = self.blob("HEAD")
         self.steps.append(f"{ours}: cherry-pick {token} ({setup})")
