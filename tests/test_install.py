@@ -17,17 +17,18 @@ def config(repo: Repo, key: str) -> str:
 
 def test_init_wires_git_and_is_idempotent(bare_repo: Repo):
     first = bare_repo.ok("init").out
-    assert "added '.docket/**/*.jsonl merge=docket'" in first
+    assert "added '.docket/**/*.jsonl merge=docket -text'" in first
     assert "registered the ledger merge driver" in first
     assert "installed a pre-commit hook" in first
-    assert config(bare_repo, "merge.docket.driver") == "docket merge-driver %O %A %B %P"
+    assert config(bare_repo, "merge.docket.driver") == install.driver_command()
+    assert config(bare_repo, "merge.docket.recursive") == "binary"
     assert config(bare_repo, "merge.docket.name")
     hook = bare_repo.path / ".git" / "hooks" / "pre-commit"
     hook_text = hook.read_text()
     second = bare_repo.ok("init").out
     assert "already project-local" in second
     assert "already routes ledgers" in second and "already registered" in second and "already runs" in second
-    assert (bare_repo.path / ".gitattributes").read_text() == ".docket/**/*.jsonl merge=docket\n"
+    assert (bare_repo.path / ".gitattributes").read_text() == ".docket/**/*.jsonl merge=docket -text\n"
     assert hook.read_text() == hook_text
     assert not (hook.parent / install.CHAINED_NAME).exists()
     assert bare_repo.git("check-attr", "merge", "--", ".docket/ledger.jsonl").strip().endswith("merge: docket")
@@ -37,15 +38,21 @@ def test_init_keeps_existing_attributes_and_overrides_a_union_line(bare_repo: Re
     attributes = bare_repo.path / ".gitattributes"
     attributes.write_text("*.png binary\n.docket/*.jsonl merge=union")  # no final newline
     bare_repo.ok("init")
-    assert attributes.read_text() == "*.png binary\n.docket/*.jsonl merge=union\n.docket/**/*.jsonl merge=docket\n"
+    assert attributes.read_text() == (
+        "*.png binary\n.docket/*.jsonl merge=union\n.docket/**/*.jsonl merge=docket -text\n"
+    )
     assert bare_repo.git("check-attr", "merge", "--", ".docket/ledger.jsonl").strip().endswith("merge: docket")
 
 
 def test_an_existing_assignment_is_not_repeated(bare_repo: Repo):
     attributes = bare_repo.path / ".gitattributes"
     attributes.write_text(".docket/ledger.jsonl merge=docket\n")
+    out = bare_repo.ok("init").out
+    # An older init's line keeps its place; only the line-end rule is added.
+    assert attributes.read_text() == ".docket/ledger.jsonl merge=docket\n.docket/**/*.jsonl -text\n"
+    assert "(ledgers are LF only)" in out
     bare_repo.ok("init")
-    assert attributes.read_text() == ".docket/ledger.jsonl merge=docket\n"
+    assert attributes.read_text() == ".docket/ledger.jsonl merge=docket\n.docket/**/*.jsonl -text\n"
 
 
 def test_no_git_hooks_skips_the_hook(bare_repo: Repo):
@@ -55,11 +62,18 @@ def test_no_git_hooks_skips_the_hook(bare_repo: Repo):
     assert config(bare_repo, "merge.docket.driver")
 
 
-def test_init_refuses_to_write_a_driver_docket_cannot_run(bare_repo: Repo):
+def test_init_without_docket_on_path_writes_an_absolute_driver(bare_repo: Repo):
     env = {**bare_repo.env, "PATH": "/usr/bin:/bin"}
     proc = subprocess.run([DOCKET, "init"], cwd=bare_repo.path, env=env, capture_output=True, text=True)
-    assert proc.returncode == 0
-    assert "merge driver not registered: docket is not on PATH" in proc.stdout
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert config(bare_repo, "merge.docket.driver") == install.driver_command()
+
+
+def test_init_exits_non_zero_when_it_cannot_register_the_driver(bare_repo: Repo):
+    (bare_repo.path / ".git" / "config.lock").write_text("")  # another git holds the config
+    result = bare_repo.docket("init")
+    assert result.code == 1
+    assert "merge driver not registered: git config failed" in result.out
     assert config(bare_repo, "merge.docket.driver") == ""
 
 
@@ -104,7 +118,8 @@ def test_doctor_reports_each_gap_with_its_fix(bare_repo: Repo):
     (bare_repo.path / ".git" / "hooks" / "pre-commit").unlink()
     result = bare_repo.docket("doctor")
     assert result.code == 1
-    assert "runs 'docket-gone', which is not on PATH; fix: put docket on PATH, then run docket init" in result.out
+    assert "merge.docket.driver 'docket-gone merge-driver %O %A %B %P' does not start docket" in result.out
+    assert "fix: run 'docket init' again with the docket you use now" in result.out
     assert "do not route .docket/ledger.jsonl to the docket driver" in result.out
     assert "no pre-commit hook checks the staged ledger; fix: run docket init" in result.out
 
@@ -142,4 +157,4 @@ def test_the_shipped_examples_match_what_init_writes():
     hooks = (root / ".pre-commit-hooks.yaml").read_text()
     assert "- id: docket-check\n" in hooks
     assert "  entry: docket check --staged\n" in hooks
-    assert "exec docket check --staged" in install.HOOK_SCRIPT
+    assert "-m docket_git check --staged" in install.hook_script()

@@ -71,7 +71,7 @@ def test_conflict_markers_are_blocked(repo: Repo):
     proc = try_commit(repo, "-a")
     assert proc.returncode != 0
     assert "git conflict marker" in proc.stdout + proc.stderr
-    assert "docket rebase" in proc.stdout + proc.stderr
+    assert "docket resolve-conflict" in proc.stdout + proc.stderr
 
 
 def test_only_the_staged_version_counts(repo: Repo):

@@ -296,7 +296,12 @@ def session_start(payload: dict, agent: str) -> None:
     worktree = hookstate.load(worktree_key)
     # startup, clear and compact leave the agent with no record in context: brief in full.
     since = (state.get("baseline") or worktree.get("baseline")) if source == "resume" else None
-    briefing = build_briefing(cwd, max_chars=CONTEXT_LIMITS[agent], since=since or None)
+    try:
+        briefing = build_briefing(cwd, max_chars=CONTEXT_LIMITS[agent], since=since or None)
+    except Exception as exc:
+        if not _brief_during_conflict(cwd, agent):
+            raise exc from None
+        return
     for note in briefing.notes:
         _note(note)
     if not briefing.text:
@@ -310,6 +315,35 @@ def session_start(payload: dict, agent: str) -> None:
         for name in (session, transcript_key):
             hookstate.save(name, state)
         hookstate.save(worktree_key, {"baseline": briefing.baseline})
+
+
+def _brief_during_conflict(cwd: Path, agent: str) -> bool:
+    """While git has a merge, rebase or cherry-pick open: brief from HEAD's ledger and say so."""
+    import shutil
+    import tempfile
+
+    from docket_git.context import build_briefing
+    from docket_git.ledger import store
+    from docket_git.merging.conflict import in_progress
+
+    found = in_progress(cwd)
+    if found is None:
+        return False
+    what, rel, head = found
+    note = (
+        f"# a git {what} is in progress and {rel} cannot be read (conflicted); this briefing is from HEAD's "
+        f"ledger. Run 'docket resolve-conflict', then finish the {what}.\n"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        ledger = Path(tmp) / ".docket" / "ledger.jsonl"
+        ledger.parent.mkdir()
+        ledger.write_bytes(head)
+        settings = store.find_ledger(cwd).parent / "config.toml"  # type: ignore[union-attr]
+        if settings.is_file():
+            shutil.copyfile(settings, ledger.parent / "config.toml")
+        briefing = build_briefing(cwd, ledger=ledger, max_chars=CONTEXT_LIMITS[agent] - len(note))
+    _emit(envelope.payload(note + briefing.text, agent))
+    return True
 
 
 # -- dispatch -----------------------------------------------------------------------------

@@ -13,7 +13,21 @@ from docket_git.errors import LedgerError, guarded
 
 # Each module registers its commands on import; `docket --help` lists them in
 # this order: record, read, history, share across branches, set up, maintain.
-COMMAND_MODULES = ("record", "context", "read", "history", "merge", "setup", "agents", "migrate", "session", "ledger", "graph", "completion")
+COMMAND_MODULES = (
+    "record",
+    "context",
+    "read",
+    "history",
+    "merge",
+    "setup",
+    "agents",
+    "migrate",
+    "session",
+    "ledger",
+    "graph",
+    "completion",
+    "resolve",
+)
 for _name in COMMAND_MODULES:
     _module = importlib.import_module(f"docket_git.cli.{_name}")
     if hasattr(_module, "register"):  # declared once in cli.spec: built into a Typer command here

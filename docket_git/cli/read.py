@@ -140,7 +140,7 @@ def check_bytes(path: Path | str, data: bytes) -> int:
     if "duplicate id" in messages or "does not increase past" in messages:
         typer.echo(ORDER_ADVICE)
     elif "conflict marker" in messages:
-        typer.echo("Restore each side's ledger (git show :2:PATH, :3:PATH), keep one, then: docket rebase OTHER_LEDGER")
+        typer.echo("docket: run 'docket resolve-conflict' to merge git's two sides of the ledger as the driver does")
     return 1
 
 
@@ -227,7 +227,7 @@ def _check_staged(against: str | None) -> int:
                 f"or drop your edits with 'git checkout HEAD -- {rel}'",
                 err=True,
             )
-    fault = staged.append_only_fault(parents, data, rel)
+    fault = staged.append_only_fault(parents, data, rel) or (against is None and staged.merge_fault(root, rel, data))
     if fault:
         typer.echo(f"docket: {fault}", err=True)
         code = 1

@@ -60,5 +60,8 @@ def _wire(root: Path | None, *, hooks: bool) -> None:
         return  # a ledger outside any git repository: nothing to wire
     from docket_git.merging import wiring as install
 
-    for line in install.wire(root, hooks=hooks):
+    lines = install.wire(root, hooks=hooks)
+    for line in lines:
         typer.echo(line)
+    if any(line.startswith(install.NOT_REGISTERED) for line in lines):
+        raise typer.Exit(1)  # a clone without a working driver silently merges ledgers as text

@@ -16,9 +16,13 @@ from docket_git.ledger import model
 LEGACY_MESSAGE = "legacy format is unsupported; run 'docket migrate' to convert it to schema 2"
 CONFLICT_MARKERS = (b"<<<<<<<", b"=======", b">>>>>>>", b"|||||||")
 CONFLICT_MESSAGE = (
-    "git conflict marker; this ledger was merged without the docket driver. "
-    "Restore each side's ledger, keep one, and run 'docket rebase OTHER_LEDGER' "
-    "(and 'docket init' so git merges ledgers itself)"
+    "git conflict marker: a merge, rebase or cherry-pick left this ledger conflicted (git printed why). "
+    "Run 'docket resolve-conflict': it merges both sides as the merge driver does, or says why it cannot"
+)
+CRLF_MESSAGE = (
+    "the line ends with CR LF; ledger lines end with LF only (a CR changes the line's bytes and digest). "
+    "Convert it with: sed -i 's/\\r$//' .docket/ledger.jsonl, and run 'docket init' so .gitattributes marks "
+    "ledgers -text and git never converts them"
 )
 
 
@@ -261,6 +265,8 @@ def parse_line(raw: bytes) -> object:
     """
     if raw.startswith(CONFLICT_MARKERS):
         raise ValueError(CONFLICT_MESSAGE)
+    if raw.endswith(b"\r"):
+        raise ValueError(CRLF_MESSAGE)
     try:
         text = raw.decode("utf-8")
         value = json.loads(text)

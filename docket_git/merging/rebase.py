@@ -241,6 +241,17 @@ def translate(record: dict, mapping: dict[str, str]) -> dict:
     return out
 
 
+def _prose_ids(record: dict) -> set[str]:
+    """The record IDs named in a record's prose fields."""
+    found: set[str] = set()
+    for name in model.PROSE_FIELDS:
+        value = record.get(name)
+        for text in value if isinstance(value, list) else [value]:
+            if isinstance(text, str):
+                found.update(m.group(0) for m in model.ID_TOKEN_RE.finditer(text))
+    return found
+
+
 def _drop_supersedes(record: dict, target: str) -> None:
     record["supersedes"] = [t for t in record["supersedes"] if t != target]
     legacy = record.get("legacy")
@@ -370,11 +381,15 @@ def merge(
         if position < in_base_until or content_key(original) in base_keys:
             dropped.add(old)  # ours removed or rewrote it (or a cherry-pick's history)
             continue
-        cited = sorted({ref for _, ref in model.references(original) if ref in dropped}, key=model.seq)
-        if cited:
+        cited = {ref for _, ref in model.references(original) if ref in dropped}
+        # An ID in prose must not be left naming whatever record holds that ID on this side.
+        mentioned = {token for token in _prose_ids(original) if token in dropped} - cited
+        if cited or mentioned:
+            named = ", ".join(sorted(cited | mentioned, key=model.seq))
+            how = " (in its text)" if not cited else ""
             raise MergeRefused(
-                f"{old} cites {', '.join(cited)}, which this side does not have; "
-                "merge by hand (keep one side's ledger and record the rest again)"
+                f"{old} cites {named}{how}, which this side does not have; bring that record over first "
+                "(cherry-pick or merge the commit that recorded it), or give this one up and record it again"
             )
         top += 1
         new = model.make_id(record["kind"], top)

@@ -44,6 +44,13 @@ def append_only_fault(parents: list[tuple[str, bytes]], staged: bytes, path: str
         if extends(committed, staged) or is_migration_of(committed, staged):
             return None
     label, committed = parents[0]
+    if b"\r\n" in staged and any(extends(c, staged.replace(b"\r\n", b"\n")) for _, c in parents):
+        number = first_changed_line(committed, staged)
+        return (
+            f"{path} (staged) line {number}: its line ends were changed to CR LF; ledger lines end with LF "
+            f"only. Convert the file with: sed -i 's/\\r$//' {path}, then 'git add {path}' again "
+            "(docket init marks ledgers -text so git never converts them)"
+        )
     number = first_changed_line(committed, staged)
     if len(parents) > 1:
         return (
@@ -58,3 +65,68 @@ def append_only_fault(parents: list[tuple[str, bytes]], staged: bytes, path: str
         f"as a new record, e.g. one that supersedes it); to bring in another branch's records, "
         f"use 'docket rebase OTHER_LEDGER'"
     )
+
+
+# -- the merge safety net: nothing of MERGE_HEAD's ledger may go missing ---------------------------
+
+RESOLVE = "docket resolve-conflict"
+
+
+def _records(data: bytes | None) -> list[dict]:
+    """The readable records of a ledger (lenient: a line with conflict markers is skipped)."""
+    from docket_git.merging.rebase import RawLedger
+
+    if not data:
+        return []
+    ledger = RawLedger(data, lenient=True)
+    return [r for r in ledger if isinstance(r, dict) and isinstance(r.get("id"), str)]
+
+
+def missing_records(theirs: bytes, staged: bytes, base: bytes | None = None, ours: bytes | None = None) -> list[dict]:
+    """theirs' records with no equal in staged (by content, as the driver matches them).
+
+    A record of theirs that is in base but not in ours is one ours deliberately
+    left behind (the driver does not re-import it either), so it is not missing.
+    """
+    from docket_git.merging.rebase import common_prefix, content_key, match
+
+    theirs_records, staged_records = _records(theirs), _records(staged)
+    shared = common_prefix(theirs_records, staged_records)
+    mapping = {r["id"]: r["id"] for r in theirs_records[:shared]}
+    found = match(theirs_records[shared:], staged_records[shared:], mapping)
+    missing = [r for r in theirs_records[shared:] if r["id"] not in found]
+    if missing and base:
+        left_behind = {content_key(r) for r in _records(base)} - {content_key(r) for r in _records(ours)}
+        missing = [r for r in missing if content_key(r) not in left_behind]
+    return missing
+
+
+def _clip(text: object, limit: int = 60) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def merge_fault(root, path: str, staged: bytes) -> str | None:
+    """While a merge is being committed: why the staged ledger lacks records of MERGE_HEAD's, or None."""
+    from docket_git.repo import gitio
+
+    heads = gitio.merge_heads(root)
+    if not heads:
+        return None
+    _, ours = gitio.blob_at(root, "HEAD", path)
+    for head in heads:
+        _, theirs = gitio.blob_at(root, head, path)
+        if not theirs:
+            continue
+        base = gitio.merge_base_blob(root, "HEAD", head, path)
+        missing = missing_records(theirs, staged, base, ours)
+        if not missing:
+            continue
+        named = "; ".join(f'{r["id"]} "{_clip(r.get("text", ""))}"' for r in missing[:5])
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        return (
+            f"{path} (staged) lacks {len(missing)} record(s) of the branch being merged ({head[:12]}): "
+            f"{named}{more}. The merge dropped them (was git unable to run the docket merge driver? "
+            f"see docket doctor). Run '{RESOLVE}' to merge both sides' ledgers as the driver does, then commit"
+        )
+    return None

@@ -8,35 +8,78 @@ ours. ``diagnose`` reports the same wiring for ``docket doctor``.
 from __future__ import annotations
 
 import os
-import shutil
+import shlex
 import stat
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from docket_git.repo import gitio
 
 ATTRIBUTE_PATTERN = ".docket/**/*.jsonl"
-ATTRIBUTE_LINE = f"{ATTRIBUTE_PATTERN} merge=docket"
+#: ``-text``: git never converts a ledger's line ends (the format is LF only, see docs/merging.md).
+ATTRIBUTE_LINE = f"{ATTRIBUTE_PATTERN} merge=docket -text"
 LEDGER_PATH = ".docket/ledger.jsonl"
-DRIVER_COMMAND = "docket merge-driver %O %A %B %P"
+DRIVER_ARGS = "merge-driver %O %A %B %P"
 DRIVER_NAME = "docket ledger merge (renumbers the incoming tail)"
+#: The inner merge of a criss-cross's merge bases: git's binary driver takes the bases' own
+#: ancestor. Our driver there would build a virtual base equal to one side, and git would then
+#: skip the driver for the outer merge and take the other side's file whole.
+RECURSIVE_DRIVER = "binary"
 HOOK_MARKER = "# docket-git pre-commit hook"
 CHAINED_NAME = "pre-commit.docket-chained"
 NOTICE = "# merge driver not set up in this clone; run docket init"
 PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"
+NOT_REGISTERED = "docket: merge driver not registered"
+#: The environment doctor and init start the driver in: what an IDE or GUI client may give git.
+BARE_ENV = {"PATH": "/usr/bin:/bin"}
+REWIRE = (
+    "run 'docket init' again with the docket you use now (after a virtualenv moved or was rebuilt, "
+    "that re-writes the driver and the hook with its interpreter)"
+)
 
-HOOK_SCRIPT = f"""#!/bin/sh
+
+def docket_command() -> str:
+    """The shell words that start this docket without PATH: its absolute interpreter, isolated.
+
+    ``-I`` keeps the repository (untrusted, and git's cwd) off ``sys.path``, so a
+    ``docket_git`` directory in a clone is never imported instead of the install.
+    """
+    return f"{shlex.quote(sys.executable)} -I -m docket_git"
+
+
+def driver_command(docket: str | None = None) -> str:
+    """merge.docket.driver: docket's driver, and conflict markers if it could not start or left none.
+
+    Git substitutes %O %A %B already quoted. A driver that fails without writing
+    markers (not found, a broken install) would leave ours looking merged, and
+    staging it would drop the other side: ``git merge-file`` writes markers then.
+    """
+    docket = docket or docket_command()
+    return (
+        f"{docket} {DRIVER_ARGS} || {{ s=$?; grep -q '^<<<<<<<' %A || "
+        "git merge-file -L ours -L base -L theirs %A %O %B; exit $s; }"
+    )
+
+
+def hook_script(docket: str | None = None) -> str:
+    """The pre-commit hook: chained hook first, then this docket's staged check; loud if it cannot start."""
+    docket = docket or docket_command()
+    interpreter = shlex.split(docket)[0]
+    return f"""#!/bin/sh
 {HOOK_MARKER} (installed by 'docket init'; 'docket init --no-git-hooks' skips it).
 # Runs the pre-commit hook that was here before it, then checks the staged ledger.
 hook_dir=$(dirname "$0")
 if [ -x "$hook_dir/{CHAINED_NAME}" ]; then
     "$hook_dir/{CHAINED_NAME}" "$@" || exit $?
 fi
-if command -v docket >/dev/null 2>&1; then
-    exec docket check --staged
+if [ -x {shlex.quote(interpreter)} ]; then
+    exec {docket} check --staged
 fi
-echo "docket: docket is not on PATH, so the staged ledger was not checked; run 'docket doctor'" >&2
-exit 0
+echo {shlex.quote(f"docket: docket not found ({interpreter} is gone); did you forget to activate your virtualenv?")} >&2
+echo {shlex.quote(f"docket: the staged ledger was not checked, so the commit is refused; {REWIRE}")} >&2
+exit 1
 """
 
 
@@ -65,44 +108,87 @@ def _gitattributes_mentions(root: Path) -> bool:
     return any("merge=docket" in line.split() for line in text.splitlines() if not line.lstrip().startswith("#"))
 
 
-def ensure_attributes(root: Path) -> str:
-    """Append the merge=docket line to .gitattributes unless a line already assigns it."""
-    path = root / ".gitattributes"
-    if _gitattributes_mentions(root) and _attributes_assign(root):
-        return f"docket: {path} already routes ledgers to the docket merge driver"
+def _append_line(path: Path, line: str) -> str | None:
+    """Append line to path (after a newline if needed); the reason when it could not."""
     try:
         existing = path.read_bytes() if path.exists() else b""
         sep = b"" if not existing or existing.endswith(b"\n") else b"\n"
         with open(path, "ab") as handle:
-            handle.write(sep + ATTRIBUTE_LINE.encode() + b"\n")
+            handle.write(sep + line.encode() + b"\n")
     except OSError as exc:
         return f"docket: could not update {path}: {exc.strerror}"
-    return f"docket: added '{ATTRIBUTE_LINE}' to {path}; commit it"
+    return None
+
+
+def ensure_attributes(root: Path) -> str:
+    """Append the merge=docket -text line to .gitattributes unless lines already assign both."""
+    path = root / ".gitattributes"
+    if _gitattributes_mentions(root) and _attributes_assign(root):
+        if gitio.attribute(root, LEDGER_PATH, "text") is False:
+            return f"docket: {path} already routes ledgers to the docket merge driver"
+        # An older init wrote merge=docket alone: add the line-end rule.
+        line = f"{ATTRIBUTE_PATTERN} -text"
+        return _append_line(path, line) or f"docket: added '{line}' to {path} (ledgers are LF only); commit it"
+    return _append_line(path, ATTRIBUTE_LINE) or f"docket: added '{ATTRIBUTE_LINE}' to {path}; commit it"
 
 
 # -- the driver -----------------------------------------------------------------------
 
 
+def _first_word(command: str | None) -> str | None:
+    try:
+        words = shlex.split(command or "")
+    except ValueError:
+        return None
+    return words[0] if words else None
+
+
 def _driver_runnable(command: str | None) -> bool:
-    return bool(command and command.split() and shutil.which(command.split()[0]))
+    """Cheap (no process): the command's program exists, as an absolute path or on PATH."""
+    import shutil
+
+    program = _first_word(command)
+    if not program:
+        return False
+    if os.path.isabs(program):
+        return os.access(program, os.X_OK)
+    return shutil.which(program) is not None
+
+
+def starts_bare(command: str | None) -> tuple[bool, str]:
+    """Whether a configured driver command starts docket from a bare environment; (ok, what it said)."""
+    if not command or f" {DRIVER_ARGS}" not in command:
+        return False, "it is not a docket merge-driver command"
+    probe = command.split(f" {DRIVER_ARGS}", 1)[0] + " merge-driver --help"
+    try:
+        proc = subprocess.run(
+            ["/bin/sh", "-c", probe], env=BARE_ENV, capture_output=True, text=True, timeout=30, cwd="/"
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return False, str(exc)
+    said = " ".join((proc.stderr + proc.stdout).split())
+    return proc.returncode == 0 and "merge-driver" in said, said[:200]
 
 
 def register_driver(root: Path) -> str:
-    """Write merge.docket.driver and .name to this clone's config, if docket is on PATH."""
-    if shutil.which("docket") is None:
+    """Write merge.docket.driver, .recursive and .name to this clone's config, with a command that needs no PATH."""
+    command = driver_command()
+    ok, said = starts_bare(command)
+    if not ok:
         return (
-            "docket: merge driver not registered: docket is not on PATH, so git could not run it. "
-            "Put docket on PATH and run docket init again."
+            f"{NOT_REGISTERED}: '{command}' does not start without PATH ({said}); reinstall docket and run docket init"
         )
-    if gitio.config_get(root, "merge.docket.driver") == DRIVER_COMMAND and gitio.config_get(root, "merge.docket.name"):
+    wanted = {"merge.docket.driver": command, "merge.docket.recursive": RECURSIVE_DRIVER}
+    if all(gitio.config_get(root, k) == v for k, v in wanted.items()) and gitio.config_get(root, "merge.docket.name"):
         return "docket: the ledger merge driver is already registered in this clone's git config"
     try:
         # driver before name: a name without a driver makes git abort merges ("lacks command line").
-        gitio.config_set_local(root, "merge.docket.driver", DRIVER_COMMAND)
+        for key, value in wanted.items():
+            gitio.config_set_local(root, key, value)
         gitio.config_set_local(root, "merge.docket.name", DRIVER_NAME)
     except Exception as exc:
-        return f"docket: merge driver not registered: git config failed ({exc}); run docket doctor"
-    return "docket: registered the ledger merge driver in this clone's git config"
+        return f"{NOT_REGISTERED}: git config failed ({exc}); fix the repository's .git/config and run docket init"
+    return f"docket: registered the ledger merge driver in this clone's git config ({command})"
 
 
 def driver_notice(repo_root: Path) -> str | None:
@@ -151,6 +237,11 @@ def install_hook(root: Path) -> list[str]:
     hooks, state = _hook_state(root)
     if state == "framework":
         return [f"docket: {PRE_COMMIT_CONFIG} runs docket-check; no git hook needed"]
+    script = hook_script()
+    if state in ("hook", "legacy") and hooks is not None:
+        where = hooks / ("pre-commit" if state == "hook" else "pre-commit.legacy")
+        if _read(where) != script:
+            return _write_hook(where, script, [f"docket: updated the pre-commit hook to run this docket ({where})"])
     if state:
         return [f"docket: the pre-commit hook already runs docket check --staged ({hooks})"]
     if hooks is None:
@@ -168,14 +259,38 @@ def install_hook(root: Path) -> list[str]:
                 ]
             os.replace(hook, chained)
             out.append(f"docket: moved your pre-commit hook to {chained}; the docket hook runs it first")
-        tmp = hooks / f".pre-commit.docket.{os.getpid()}.tmp"
-        tmp.write_text(HOOK_SCRIPT)
+    except OSError as exc:
+        return [*out, f"docket: could not install the pre-commit hook in {hooks}: {exc.strerror}"]
+    return _write_hook(
+        hook, script, [*out, f"docket: installed a pre-commit hook running 'docket check --staged' ({hook})"]
+    )
+
+
+def _hook_interpreter(script: str) -> str | None:
+    """The interpreter a docket hook script starts, or None for an older hook that relies on PATH."""
+    for line in script.splitlines():
+        if line.startswith("if [ -x ") and line.endswith(" ]; then") and "hook_dir" not in line:
+            return _first_word(line[len("if [ -x ") : -len(" ]; then")])
+    return None
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _write_hook(hook: Path, script: str, said: list[str]) -> list[str]:
+    """Replace hook with script atomically; said on success, the reason otherwise."""
+    tmp = hook.parent / f".pre-commit.docket.{os.getpid()}.tmp"
+    try:
+        tmp.write_text(script)
         tmp.chmod(tmp.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
         os.replace(tmp, hook)
     except OSError as exc:
-        return [*out, f"docket: could not install the pre-commit hook in {hooks}: {exc.strerror}"]
-    out.append(f"docket: installed a pre-commit hook running 'docket check --staged' ({hook})")
-    return out
+        return [f"docket: could not install the pre-commit hook in {hook.parent}: {exc.strerror}"]
+    return said
 
 
 # -- together ------------------------------------------------------------------------
@@ -194,28 +309,40 @@ def diagnose(root: Path) -> list[Finding]:
     findings: list[Finding] = []
     command = gitio.config_get(root, "merge.docket.driver")
     name = gitio.config_get(root, "merge.docket.name")
-    if not command and name:
+    orphan = [k for k in ("name", "recursive") if gitio.config_get(root, f"merge.docket.{k}")]
+    if not command and orphan:
         findings.append(
             Finding(
                 False,
-                "merge.docket.name is set without merge.docket.driver, so git aborts every ledger merge "
+                f"merge.docket.{orphan[0]} is set without merge.docket.driver, so git aborts every ledger merge "
                 "('custom merge driver docket lacks command line')",
                 "run docket init",
             )
         )
     elif not command:
         findings.append(Finding(False, "merge.docket.driver is not set in this clone", "run docket init"))
-    elif not _driver_runnable(command):
+    else:
+        ok, said = starts_bare(command)
+        if ok:
+            findings.append(Finding(True, f"merge.docket.driver = {command} (starts without PATH)"))
+        else:
+            findings.append(
+                Finding(
+                    False,
+                    f"merge.docket.driver '{command}' does not start docket from a bare environment "
+                    f"(PATH={BARE_ENV['PATH']}, as an IDE or GUI client may run git): {said or 'no output'}",
+                    REWIRE,
+                )
+            )
+    if command and gitio.config_get(root, "merge.docket.recursive") != RECURSIVE_DRIVER:
         findings.append(
             Finding(
                 False,
-                f"merge.docket.driver runs '{command.split()[0] if command.split() else command}', "
-                "which is not on PATH",
-                "put docket on PATH, then run docket init",
+                f"merge.docket.recursive is not '{RECURSIVE_DRIVER}', so a criss-cross merge can take the other "
+                "side's ledger whole",
+                "run docket init",
             )
         )
-    else:
-        findings.append(Finding(True, f"merge.docket.driver = {command}"))
     if command and not name:
         findings.append(Finding(False, "merge.docket.name is not set", "run docket init"))
     if _attributes_assign(root):
@@ -235,7 +362,13 @@ def diagnose(root: Path) -> list[Finding]:
         findings.append(Finding(True, f"{PRE_COMMIT_CONFIG} runs docket-check"))
     elif state:
         where = hooks / ("pre-commit" if state == "hook" else "pre-commit.legacy")  # type: ignore[operator]
-        findings.append(Finding(True, f"pre-commit hook runs docket check --staged ({where})"))
+        script = _read(where) or ""
+        interpreter = _hook_interpreter(script)
+        if interpreter is not None and os.access(interpreter, os.X_OK):
+            findings.append(Finding(True, f"pre-commit hook runs docket check --staged ({where})"))
+        else:
+            gone = f"runs {interpreter}, which is gone" if interpreter else "finds docket only on PATH"
+            findings.append(Finding(False, f"the pre-commit hook {where} {gone}", REWIRE))
         chained = hooks / CHAINED_NAME  # type: ignore[operator]
         if chained.exists() and not os.access(chained, os.X_OK):
             findings.append(

@@ -141,6 +141,18 @@ def staged_blob(start: Path, relpath: str) -> bytes | None:
     return repo[entry.id].data
 
 
+def merge_base_blob(start: Path, one: str, two: str, relpath: str) -> bytes | None:
+    """The file's bytes at a merge base of revisions one and two, or None (no base, no file)."""
+    repo = open_repo(start)
+    if repo is None:
+        return None
+    try:
+        base = repo.merge_base(repo.revparse_single(one).id, repo.revparse_single(two).id)
+    except (KeyError, ValueError):
+        return None
+    return _tree_blob(repo, repo[base], relpath) if base is not None else None
+
+
 def merge_heads(start: Path) -> list[str]:
     """The commits being merged in (MERGE_HEAD), empty when no merge is in progress."""
     repo = open_repo(start)

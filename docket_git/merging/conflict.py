@@ -1,0 +1,185 @@
+"""Recovering a ledger git left conflicted: ``docket resolve-conflict``.
+
+Git's index holds the three versions of a conflicted file as stages 1 (the
+merge base), 2 (ours) and 3 (theirs), already oriented the way the merge
+driver sees them: during a merge stage 2 is the branch being merged into;
+during ``git rebase``, ``git pull --rebase`` and ``git cherry-pick`` it is the
+commit being rebuilt onto (upstream), and stage 3 the commit being replayed.
+Applying the driver's merge to them keeps stage 2 as an exact byte prefix, so
+upstream's pushed records never change their IDs.
+
+When the ledger was already staged by hand while a merge is still open
+(``MERGE_HEAD`` exists, but the index has no stages left), the same three
+versions are rebuilt from ``HEAD``, each ``MERGE_HEAD`` and their merge base.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from docket_git.merging.driver import CannotMerge, merge_ledger
+
+
+class NotResolved(Exception):
+    """Why the ledger was not resolved: printed as ``docket: <reason>``, exit 1."""
+
+
+@dataclass
+class Resolution:
+    """What ``resolve`` did: the report lines of each merge and what git operation to finish."""
+
+    report: list[str] = field(default_factory=list)
+    appended: int = 0
+    operation: str = "merge"
+
+
+def _git(root: Path, *args: str, data: bytes | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=root, input=data, capture_output=True, timeout=120)
+
+
+def _git_dir(root: Path) -> Path:
+    out = _git(root, "rev-parse", "--absolute-git-dir")
+    return Path(os.fsdecode(out.stdout.strip())) if out.returncode == 0 else root / ".git"
+
+
+def operation(root: Path) -> str | None:
+    """The git operation in progress here: "merge", "rebase", "cherry-pick", "revert", or None."""
+    git_dir = _git_dir(root)
+    if (git_dir / "rebase-merge").is_dir() or (git_dir / "rebase-apply").is_dir():
+        return "rebase"
+    for name, what in (("MERGE_HEAD", "merge"), ("CHERRY_PICK_HEAD", "cherry-pick"), ("REVERT_HEAD", "revert")):
+        if (git_dir / name).is_file():
+            return what
+    return None
+
+
+def stages(root: Path, path: str) -> dict[int, bytes]:
+    """The conflicted file's index stages (1 base, 2 ours, 3 theirs) that exist; empty when not conflicted."""
+    out = _git(root, "ls-files", "-u", "-z", "--", path)
+    found: dict[int, bytes] = {}
+    if out.returncode != 0:
+        return found
+    for entry in out.stdout.split(b"\0"):
+        if not entry:
+            continue
+        meta, _, _ = entry.partition(b"\t")
+        _, sha, stage = meta.split()
+        blob = _git(root, "cat-file", "blob", sha.decode())
+        if blob.returncode != 0:
+            raise NotResolved(f"git cannot read stage {stage.decode()} of {path}: {blob.stderr.decode().strip()}")
+        found[int(stage)] = blob.stdout
+    return found
+
+
+def _show(root: Path, rev: str, path: str) -> bytes | None:
+    out = _git(root, "show", f"{rev}:{path}")
+    return out.stdout if out.returncode == 0 else None
+
+
+def _merge_base(root: Path, one: str, two: str, path: str) -> bytes:
+    out = _git(root, "merge-base", one, two)
+    if out.returncode != 0:
+        return b""
+    return _show(root, out.stdout.decode().strip(), path) or b""
+
+
+def _strict(root: Path) -> bool:
+    out = _git(root, "config", "--type=bool", "--get", "merge.docket.strict")
+    return out.stdout.strip() == b"true"
+
+
+def _merged(root: Path, base: bytes, ours: bytes, theirs: bytes, done: Resolution) -> bytes:
+    """ours plus the driver's tail of theirs; raises NotResolved with the driver's reason."""
+    try:
+        payload, report = merge_ledger(base, ours, theirs, strict=lambda: _strict(root))
+    except CannotMerge as exc:
+        raise NotResolved(f"the ledgers cannot be merged automatically: {exc}") from None
+    done.report.extend(report)
+    done.appended += payload.count(b"\n") - payload.startswith(b"\n")
+    return ours + payload
+
+
+def abort_hint(what: str | None) -> str:
+    """The command that gives up the operation in progress."""
+    return f"git {what} --abort" if what else "git merge --abort"
+
+
+def resolve(root: Path, path: str) -> tuple[bytes, Resolution]:
+    """The resolved ledger bytes for the conflicted ledger at path (repo-relative); raises NotResolved."""
+    what = operation(root)
+    done = Resolution(operation=what or "merge")
+    found = stages(root, path)
+    if found:
+        if 2 not in found or 3 not in found:
+            side = "this side" if 2 not in found else "the other side"
+            raise NotResolved(
+                f"{path} was deleted on {side}, and the ledger is append-only; keep the other side's with "
+                f"'git checkout --{'theirs' if 2 not in found else 'ours'} -- {path}' and 'git add {path}'"
+            )
+        return _merged(root, found.get(1, b""), found[2], found[3], done), done
+    heads = []
+    if what == "merge":
+        merge_head = (_git_dir(root) / "MERGE_HEAD").read_text()
+        heads = [line.strip() for line in merge_head.splitlines() if line.strip()]
+    ours = _show(root, "HEAD", path) if heads else None
+    if ours is None:
+        state = f"a {what} is in progress, but " if what else ""
+        raise NotResolved(
+            f"no conflicted ledger: {state}git's index holds no conflict for {path} and no merge is open; "
+            "nothing to resolve"
+        )
+    from docket_git.merging.staged import missing_records
+
+    staged = _git(root, "show", f":0:{path}").stdout
+    if not any(missing_records(_show(root, head, path) or b"", staged) for head in heads):
+        raise NotResolved(
+            f"no conflicted ledger: {path} as staged already holds every record of the branch being merged; "
+            "finish with 'git commit'"
+        )
+    result = ours
+    for head in heads:
+        theirs = _show(root, head, path)
+        if theirs:
+            result = _merged(root, _merge_base(root, "HEAD", head, path), result, theirs, done)
+    return result, done
+
+
+def write_and_stage(root: Path, path: str, data: bytes) -> None:
+    """Write the resolved ledger (atomically) and stage it; raises NotResolved if git refuses."""
+    target = root / path
+    tmp = target.with_name(f".{target.name}.resolve.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise NotResolved(f"cannot write {target}: {exc.strerror}") from None
+    out = _git(root, "add", "--", path)
+    if out.returncode != 0:
+        raise NotResolved(f"wrote {target}, but 'git add' failed: {out.stderr.decode().strip()}")
+
+
+def next_step(what: str) -> str:
+    """What the user runs after the ledger is resolved."""
+    if what in ("rebase", "cherry-pick", "revert"):
+        return f"resolve any other conflicted files, then 'git {what} --continue'"
+    return "resolve any other conflicted files, then 'git commit'"
+
+
+def in_progress(start: Path) -> tuple[str, str, bytes] | None:
+    """(git operation, ledger path, HEAD's ledger bytes) while a merge, rebase or cherry-pick is open here."""
+    from docket_git.ledger import store
+
+    ledger = store.find_ledger(start)
+    root = store.find_repo_root(ledger.parent if ledger else start)
+    if ledger is None or root is None:
+        return None
+    what = operation(root)
+    if what is None:
+        return None
+    rel = ledger.resolve().relative_to(root.resolve()).as_posix()
+    head = _show(root, "HEAD", rel)
+    return (what, rel, head) if head is not None else None
