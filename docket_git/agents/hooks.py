@@ -319,12 +319,12 @@ def session_start(payload: dict, agent: str) -> None:
 
 def _brief_during_conflict(cwd: Path, agent: str) -> bool:
     """While git has a merge, rebase or cherry-pick open: brief from HEAD's ledger and say so."""
-    import shutil
     import tempfile
 
-    from docket_git.context import build_briefing
+    from docket_git.context import build_briefing, envelope
     from docket_git.ledger import store
     from docket_git.merging.conflict import in_progress
+    from docket_git.repo import files
 
     found = in_progress(cwd)
     if found is None:
@@ -339,8 +339,10 @@ def _brief_during_conflict(cwd: Path, agent: str) -> bool:
         ledger.parent.mkdir()
         ledger.write_bytes(head)
         settings = store.find_ledger(cwd).parent / "config.toml"  # type: ignore[union-attr]
-        if settings.is_file():
-            shutil.copyfile(settings, ledger.parent / "config.toml")
+        try:
+            (ledger.parent / "config.toml").write_bytes(files.read_bytes(settings, settings.parent.parent))
+        except FileNotFoundError:
+            pass
         briefing = build_briefing(cwd, ledger=ledger, max_chars=CONTEXT_LIMITS[agent] - len(note))
     _emit(envelope.payload(note + briefing.text, agent))
     return True
