@@ -339,10 +339,8 @@ def _brief_during_conflict(cwd: Path, agent: str) -> bool:
         ledger.parent.mkdir()
         ledger.write_bytes(head)
         settings = store.find_ledger(cwd).parent / "config.toml"  # type: ignore[union-attr]
-        try:
+        with contextlib.suppress(FileNotFoundError):
             (ledger.parent / "config.toml").write_bytes(files.read_bytes(settings, settings.parent.parent))
-        except FileNotFoundError:
-            pass
         briefing = build_briefing(cwd, ledger=ledger, max_chars=CONTEXT_LIMITS[agent] - len(note))
     _emit(envelope.payload(note + briefing.text, agent))
     return True
