@@ -39,12 +39,12 @@ def main(argv: list[str] | None = None) -> None:
     # the cyclic collector only rescans the growing heap, which doubles the
     # cost of reading a large ledger. Reference counting still frees memory.
     gc.disable()
-    # A terminal or pipe that cannot show a character (cp1252, ascii) gets a replacement
-    # character, never a UnicodeEncodeError traceback halfway through the output.
+    # A terminal or pipe that cannot show a character (cp1252, ascii) gets its \\u escape,
+    # never a UnicodeEncodeError traceback halfway through the output.
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None and (getattr(stream, "encoding", "") or "").lower().replace("-", "") != "utf8":
-            reconfigure(errors="replace")
+            reconfigure(errors="backslashreplace")
     if args[:1] == ["merge-driver"]:
         from docket_git.merging.driver import main as merge_driver
 

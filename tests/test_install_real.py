@@ -107,7 +107,8 @@ def test_pipx_installed_wheel_inits_records_and_merges(tmp_path: Path) -> None:
     git("init", "-q", "-b", "main")
     out = docket("init")
     assert "registered the ledger merge driver" in out, out
-    assert git("config", "--get", "merge.docket.driver").startswith("docket merge-driver")
+    driver = git("config", "--get", "merge.docket.driver")
+    assert "-I -m docket_git merge-driver %O %A %B %P" in driver and str(pipx_home) in driver
     docket("claim", "The API is versioned in the URL", "--state", "accepted", "--scope", "api/")
     git("add", "-A")
     git("commit", "-q", "-m", "init docket")  # runs the pre-commit hook docket init installed

@@ -23,7 +23,7 @@ def schema1_at_head(repo: Repo, records: list[dict]) -> None:
 
 
 def test_the_pre_commit_hook_accepts_a_migration_commit(repo: Repo):
-    assert "docket check --staged" in (repo.path / ".git" / "hooks" / "pre-commit").read_text()
+    assert "check --staged" in (repo.path / ".git" / "hooks" / "pre-commit").read_text()
     schema1_at_head(repo, every_shape())
     repo.ok("migrate")
     repo.git("add", ".docket/ledger.jsonl")

@@ -70,7 +70,7 @@ def _title() -> str:
 
 def _since(rev: str, records: list[dict]) -> set[str]:
     """The IDs of the current records the ledger at commit-ish rev does not hold (matched as a merge would)."""
-    from docket_git.history import renumbering as history
+    from docket_git.history import baseline as history
     from docket_git.ledger import store
     from docket_git.repo import gitio
 
