@@ -163,10 +163,3 @@ def _run(path: Path, data: bytes, entries: dict | None, *, dry_run: bool, emit_m
     backup = swap.replace_ledger(path, data, migration.data)
     typer.echo(_summary(migration, "migrated"))
     typer.echo(f"docket: original kept at {backup}")
-
-
-def _where() -> Path:
-    try:
-        return store.locate(Path.cwd())
-    except store.NoLedger:
-        return Path.cwd() / store.LEDGER_DIR / store.LEDGER_NAME

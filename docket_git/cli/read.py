@@ -172,8 +172,6 @@ def check(
             data = store.current_bytes(path, fd)
     except FileNotFoundError:
         data = b""
-    except store.LedgerError:
-        raise
     except OSError as exc:
         fail(f"cannot read {path}: {exc.strerror}")
     code = check_bytes(path, data)
@@ -251,13 +249,6 @@ def _staged_valid(path: Path, data: bytes) -> bool:
     except store.LedgerError:
         return False
     return not data or data.endswith(b"\n")
-
-
-def _where_path() -> Path:
-    try:
-        return store.locate(Path.cwd())
-    except store.NoLedger:
-        return Path.cwd() / store.LEDGER_DIR / store.LEDGER_NAME
 
 
 @app.command(rich_help_panel="Maintain")

@@ -24,7 +24,7 @@ from pathlib import Path
 from docket_git.errors import LedgerError, NoLedger, notice
 from docket_git.ledger import cachefile, canonical, jsonl, model, recording
 from docket_git.ledger.validate import Index, Invalid, check_line, parse_line
-from docket_git.repo import files
+from docket_git.repo import files, gitio
 
 LEDGER_DIR = ".docket"
 LEDGER_NAME = "ledger.jsonl"
@@ -62,10 +62,7 @@ def root_of(path: Path) -> Path:
 
 def find_repo_root(start: Path) -> Path | None:
     """The nearest directory at or above start holding ``.git`` (dir or file)."""
-    for directory in _ancestors(start):
-        if (directory / ".git").exists():
-            return directory
-    return None
+    return gitio.work_tree_of(start)
 
 
 def locate(start: Path) -> Path:
@@ -107,8 +104,6 @@ def create(path: Path) -> None:
     try:
         path.parent.mkdir(exist_ok=True)
         os.close(files.open_fd(path, os.O_WRONLY | os.O_CREAT, root))
-    except files.UnsafePath:
-        raise
     except OSError as exc:
         raise LedgerError(f"cannot create {path}: {exc.strerror}") from None
 
@@ -145,8 +140,6 @@ def locked(path: Path, *, exclusive: bool) -> Iterator[int | None]:
     lock_path = path.with_name(path.name + ".lock")
     try:
         fd = files.open_fd(lock_path, os.O_RDWR | os.O_CREAT, root_of(path))
-    except files.UnsafePath:
-        raise
     except OSError as exc:
         if exclusive:
             raise LedgerError(f"cannot lock {lock_path}: {exc.strerror}") from None
@@ -495,8 +488,6 @@ def append(path: Path, drafts: list[dict], *, dry_run: bool = False) -> list[dic
             data = files.read_bytes(path, root, files.LEDGER_CAP)
         except FileNotFoundError:
             data = b""
-        except files.UnsafePath:
-            raise
         except OSError as exc:
             raise LedgerError(f"cannot read {path}: {exc.strerror}") from None
         entry = _journal(fd)
@@ -542,8 +533,6 @@ def _write_at(path: Path, original: bytes, offset: int, payload: bytes) -> None:
     """Write payload at offset (dropping what followed), or restore the original bytes."""
     try:
         fd = files.open_fd(path, os.O_RDWR | os.O_CREAT, root_of(path))
-    except files.UnsafePath:
-        raise
     except OSError as exc:
         raise LedgerError(f"append: cannot open {path}: {exc.strerror}") from None
     try:
@@ -591,7 +580,5 @@ def write_atomic(path: Path, data: bytes, root: Path | None = None) -> None:
     """
     try:
         files.write_replace(path, data, root)
-    except files.UnsafePath:
-        raise
     except OSError as exc:
         raise LedgerError(f"cannot write {path}: {exc.strerror}") from None
