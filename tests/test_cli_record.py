@@ -308,3 +308,39 @@ def test_batch_advice_names_json_fields_and_errors_name_the_line(repo: Repo) -> 
     assert cut.code == 1 and "batch line 1: invalid JSON: Unterminated string starting at (column" in cut.err
     unknown = repo.docket("record", "-", input='{"kind":"claim","text":"a"}\n{"kind":"claim","text":"b","bogus":1}\n')
     assert unknown.code == 1 and "batch line 2" in unknown.err and "bogus" in unknown.err
+
+
+def test_a_supersession_says_what_it_blocked_and_reopened(repo: Repo) -> None:
+    repo.ok("claim", "Redis is available", "--state", "accepted")
+    repo.ok("question", "Where do keys live?")
+    repo.ok("decision", "Keys in Redis", "--choice", "Redis", "--depends-on", "c1", "--answers", "q2")
+    plain = repo.ok("claim", "Unrelated", "--state", "accepted")
+    assert "blocked" not in plain.err and "open again" not in plain.err
+    err = repo.ok("claim", "Redis is gone", "--state", "accepted", "--supersedes", "c1").err
+    effects = [line for line in err.splitlines() if "blocked" in line or "open again" in line]
+    assert effects == [
+        "docket: d3 is now blocked: it depends on c1, which c5 supersedes",
+        "docket: q2 is open again: its answer d3 is blocked by c1",
+    ]
+
+
+def test_an_answer_that_resolves_nothing_is_named(repo: Repo) -> None:
+    repo.ok("question", "Which store?")
+    err = repo.ok("claim", "Maybe files", "--state", "rejected", "--answers", "q1").err
+    assert "docket: c2 answers q1 but resolves nothing: it is rejected; only an accepted claim resolves" in err
+    err = repo.ok("decision", "Keep files on disk", "--choice", "files", "--state", "revoked", "--answers", "q1").err
+    assert "d3 answers q1 but resolves nothing: it is revoked" in err
+    dry = repo.ok("claim", "Maybe S3", "--answers", "q1", "--dry-run").err
+    assert "c4 answers q1 but resolves nothing: it is unassessed" in dry
+    ok = repo.ok("claim", "Files it is", "--state", "accepted", "--answers", "q1").err
+    assert "resolves nothing" not in ok
+    assert [r["id"] for r in repo.records()] == ["q1", "c2", "d3", "c4"]
+
+
+def test_a_batch_reports_effects_too(repo: Repo) -> None:
+    repo.ok("claim", "Base", "--state", "accepted")
+    repo.ok("decision", "Built on base", "--choice", "x", "--depends-on", "c1")
+    batch = repo.path.parent / "b.jsonl"
+    batch.write_text('{"kind":"claim","text":"Base is wrong","state":"accepted","supersedes":["c1"]}\n')
+    err = repo.ok("record", str(batch)).err
+    assert "docket: d2 is now blocked: it depends on c1, which c3 supersedes" in err

@@ -15,7 +15,7 @@ from typing import Any
 
 from docket_git.cli.spec import Arg, Command, Opt
 from docket_git.errors import UsageError, guarded, warn
-from docket_git.ledger import canonical, recording, store
+from docket_git.ledger import canonical, project, recording, store
 
 PANEL = "Record"
 SCOPE = Opt(
@@ -159,6 +159,7 @@ def execute(kind: str, text: str, opts: dict[str, Any]) -> None:
     draft = recording.draft(kind, text, fields, recording.provenance(path))
     records = store.append(path, [draft], dry_run=opts["dry_run"])
     report(records, as_json=opts["as_json"], dry_run=opts["dry_run"])
+    explain_effects(path, records, dry_run=opts["dry_run"])
 
 
 def execute_batch(file: str, *, dry_run: bool, as_json: bool) -> None:
@@ -174,6 +175,26 @@ def execute_batch(file: str, *, dry_run: bool, as_json: bool) -> None:
     drafts = recording.parse_batch(data, recording.provenance(path))
     records = store.append(path, drafts, dry_run=dry_run)
     report(records, as_json=as_json, dry_run=dry_run, jsonl=True)
+    explain_effects(path, records, dry_run=dry_run)
+
+
+def explain_effects(path: Path, records: list[dict], *, dry_run: bool) -> None:
+    """Say in one line each what the new records silently changed (blocked decisions, reopened questions).
+
+    Only a record that supersedes or answers something can have such an
+    effect, so a plain append never pays for the extra read.
+    """
+    if not any(r.get("supersedes") or r.get("answers") for r in records):
+        return
+    existing = store.read(path).records
+    if dry_run:
+        existing = existing + records
+    else:
+        last = {r["id"] for r in records}
+        end = max((i for i, r in enumerate(existing) if r["id"] in last), default=-1) + 1
+        existing = existing[:end]
+    for line in project.consequences(existing, len(records)):
+        warn(line)
 
 
 def report(records: list[dict], *, as_json: bool, dry_run: bool, jsonl: bool = False) -> None:

@@ -129,3 +129,61 @@ def is_available(view: dict) -> bool:
     if view["kind"] == "decision":
         return bool(view["applicable"])
     return False
+
+
+def consequences(records: list[dict], added: int) -> list[str]:
+    """One line for each effect the last ``added`` records had that their writer may not expect.
+
+    A supersession can block decisions that depend on what it retires and
+    reopen questions the retired record answered; an ``answers`` from a
+    record that is not current support (a rejected claim, a blocked
+    decision) resolves nothing. Records are validated and in file order.
+    """
+    if added <= 0:
+        return []
+    before, after = derive(records[:-added]), derive(records)
+    new = records[-added:]
+    lines: list[str] = []
+    reopened: list[str] = []
+    for record in records[:-added]:
+        rid = record["id"]
+        if rid in after.retired_by:
+            continue
+        if record["kind"] == "decision" and not before.blocked[rid] and after.blocked[rid]:
+            lines.append(f"{rid} is now blocked: {_blocked_because(after.blocked[rid], after)}")
+        elif record["kind"] == "question" and before.resolved_by.get(rid) and not after.resolved_by.get(rid):
+            gone = before.resolved_by[rid]
+            reopened.append(f"{rid} is open again: {_no_longer_holds(gone, after)}")
+    lines.extend(reopened)
+    for record in new:
+        rid = record["id"]
+        if rid in after.retired_by:
+            continue
+        unresolved = [q for q in record.get("answers") or () if rid not in after.resolved_by.get(q, ())]
+        if unresolved:
+            if record["kind"] == "claim":
+                why = f"it is {record['state']}; only an accepted claim resolves a question"
+            elif record["state"] != "adopted":
+                why = f"it is {record['state']}; only an applicable decision resolves a question"
+            else:
+                why = f"it is blocked by {', '.join(after.blocked[rid])}; it resolves them once applicable"
+            lines.append(f"{rid} answers {', '.join(unresolved)} but resolves nothing: {why}")
+    return lines
+
+
+def _blocked_because(blocked_by: list[str], derived: Derived) -> str:
+    first = blocked_by[0]
+    if first in derived.retired_by:
+        return f"it depends on {first}, which {derived.retired_by[first]} supersedes"
+    return f"it depends on {first}, which is no longer current support"
+
+
+def _no_longer_holds(resolvers: list[str], derived: Derived) -> str:
+    parts = []
+    for rid in resolvers:
+        if rid in derived.retired_by:
+            parts.append(f"{rid} is superseded by {derived.retired_by[rid]}")
+        else:
+            parts.append(f"{rid} is blocked by {', '.join(derived.blocked.get(rid) or [rid])}")
+    noun = "its answer" if len(resolvers) == 1 else "its answers"
+    return f"{noun} no longer hold: {'; '.join(parts)}" if len(resolvers) > 1 else f"{noun} {parts[0]}"
