@@ -32,6 +32,17 @@ CASES = [
     ("unknown_field", [rec("c1", mood="sunny")], "line 1: record: unknown field(s): mood"),
     ("question_state", [rec("q1", state="resolved")], "line 1: q1: questions have recorded state open"),
     (
+        "deleted_line",
+        [rec("c2"), rec("d3", depends_on=["c1"])],
+        "line 2: d3: depends_on refers to unknown or later ID 'c1'; no earlier line records c1: if its line was"
+        " deleted by hand, restore it",
+    ),
+    (
+        "missing_state",
+        [{k: v for k, v in rec("c1").items() if k != "state"}],
+        "line 1: c1: state is missing; a claim records one of: unassessed, accepted, disputed, rejected",
+    ),
+    (
         "conflict_markers",
         [rec("c1"), "<<<<<<< HEAD", rec("c2"), "=======", rec("c3"), ">>>>>>> topic"],
         "line 2: git conflict marker",

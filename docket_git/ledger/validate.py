@@ -126,6 +126,9 @@ def check_line(record: object) -> str:
     if not isinstance(text, str) or not text:
         raise Invalid(rid, "text must be a non-empty string")
     state = record.get("state")
+    if "state" not in record:
+        allowed = ", ".join(model.STATES[kind])
+        raise Invalid(rid, f"state is missing; a {kind} records one of: {allowed}")
     if state not in model.STATES[kind]:
         if kind == "question":
             raise Invalid(rid, "questions have recorded state open; resolution is derived from answers")
@@ -195,7 +198,13 @@ class Index:
             if target == rid:
                 raise Invalid(rid, f"{name} cannot refer to itself")
             if target not in self.lines:
-                raise Invalid(rid, f"{name} refers to unknown or later ID '{target}'")
+                message = f"{name} refers to unknown or later ID '{target}'"
+                if model.is_id(target) and model.seq(target) < model.seq(rid):
+                    message += (
+                        f"; no earlier line records {target}: if its line was deleted by hand, restore it"
+                        " (git diff -- .docket/ledger.jsonl shows the change)"
+                    )
+                raise Invalid(rid, message)
             target_kind = model.kind_of(target)
             if name in ("supports", "depends_on") and target_kind == "question":
                 raise Invalid(rid, f"{name} target '{target}' is not a claim or decision")
