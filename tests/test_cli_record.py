@@ -344,3 +344,19 @@ def test_a_batch_reports_effects_too(repo: Repo) -> None:
     batch.write_text('{"kind":"claim","text":"Base is wrong","state":"accepted","supersedes":["c1"]}\n')
     err = repo.ok("record", str(batch)).err
     assert "docket: d2 is now blocked: it depends on c1, which c3 supersedes" in err
+
+
+def test_a_component_scope_that_names_a_path_says_how_to_scope_the_path(repo: Repo) -> None:
+    (repo.path / "a.py").write_text("")
+    (repo.path / "src").mkdir()
+    err = repo.ok("claim", "Root file rule", "--scope", "a.py", "--scope", "src", "--scope", "billing").err
+    assert "--scope 'a.py' is a component name, which matches query text only, though a.py exists here" in err
+    assert "write '[a].py'" in err and "write 'src/'" in err
+    assert "'billing'" not in err
+    assert repo.records()[0]["scope"] == ["a.py", "src", "billing"]
+    repo.ok("claim", "Root file rule, as a path", "--scope", "[a].py")
+    out = repo.ok("context", "--file", "a.py").out
+    assert "### c2 " in out and "### c1 " not in out
+    batch = repo.path.parent / "batch.jsonl"
+    batch.write_text('{"kind":"claim","text":"From a batch","scope":["a.py"]}\n')
+    assert "\"scope\" 'a.py' is a component name" in repo.ok("record", str(batch)).err

@@ -9,6 +9,7 @@ which calls the same executor.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -152,6 +153,8 @@ def execute(kind: str, text: str, opts: dict[str, Any]) -> None:
     root = path.parent.parent
     scopes = [recording.normalize_scope(s, root) for s in fields.pop("scope", None) or []]
     fields["scope"] = list(dict.fromkeys(scopes))
+    for hint in path_like_components(fields["scope"], root, batch=False):
+        warn(hint)
     fields["evidence"] = [recording.parse_evidence(e) for e in fields.pop("evidence", None) or []]
     _author, unknown = recording.detect_author(path.parent)
     if unknown:
@@ -173,6 +176,9 @@ def execute_batch(file: str, *, dry_run: bool, as_json: bool) -> None:
             raise UsageError(f"cannot read {file}: {exc.strerror}") from None
     path = store.locate(Path.cwd())
     drafts = recording.parse_batch(data, recording.provenance(path))
+    scopes = [scope for d in drafts for scope in d.get("scope") or ()]
+    for hint in path_like_components(list(dict.fromkeys(scopes)), path.parent.parent, batch=True):
+        warn(hint)
     records = store.append(path, drafts, dry_run=dry_run)
     report(records, as_json=as_json, dry_run=dry_run, jsonl=True)
     explain_effects(path, records, dry_run=dry_run)
@@ -195,6 +201,31 @@ def explain_effects(path: Path, records: list[dict], *, dry_run: bool) -> None:
         existing = existing[:end]
     for line in project.consequences(existing, len(records)):
         warn(line)
+
+
+def path_like_components(scopes: list[str], root: Path, *, batch: bool) -> list[str]:
+    """Advice for component scopes (no slash, no glob) that name a file or directory at the root.
+
+    A component matches query text, never a file (the seed's rule), so
+    ``--scope a.py`` would never reach ``docket context --file a.py``.
+    """
+    out = []
+    for scope in scopes:
+        if "/" in scope or set("*?[]") & set(scope) or not os.path.lexists(root / scope):
+            continue
+        flag = '"scope"' if batch else "--scope"
+        if (root / scope).is_dir():
+            spelling = f"{scope}/"
+        elif scope[0] not in "!^":
+            spelling = f"[{scope[0]}]{scope[1:]}"
+        else:
+            spelling = f"{scope}*"
+        out.append(
+            f"{flag} {scope!r} is a component name, which matches query text only, though {scope} exists here;"
+            f" to scope the path, write {spelling!r}"
+            + ("" if spelling.endswith("/") else " (a glob: a file at the root has no slash to mark it a path)")
+        )
+    return out
 
 
 def report(records: list[dict], *, as_json: bool, dry_run: bool, jsonl: bool = False) -> None:
