@@ -81,6 +81,16 @@ def test_migrate_replaces_the_ledger_and_keeps_the_original(repo: Repo):
     assert repo.ok("show", "q6", "--json").json()["resolved_by"] == ["d7"]
 
 
+def test_the_backup_stays_out_of_commits_even_with_an_older_ignore_file(repo: Repo):
+    ignore = repo.ledger.parent / ".gitignore"
+    ignore.write_text("*.lock\n*.migrating\n")  # what init wrote before the backup was ignored
+    put(repo, jsonl(every_shape()))
+    result = repo.ok("migrate")
+    assert result.out.splitlines()[-1] == f"docket: added *.schema1 to {ignore}"
+    status = repo.git("status", "--porcelain", "--untracked-files=all")
+    assert "schema1" not in status and ".docket/ledger.jsonl" in status
+
+
 def test_a_second_run_says_already_schema_2_and_changes_nothing(repo: Repo):
     put(repo, jsonl(every_shape()))
     repo.ok("migrate")

@@ -163,3 +163,6 @@ def _run(path: Path, data: bytes, entries: dict | None, *, dry_run: bool, emit_m
     backup = swap.replace_ledger(path, data, migration.data)
     typer.echo(_summary(migration, "migrated"))
     typer.echo(f"docket: original kept at {backup}")
+    changed = store.ensure_ignored(path.parent)  # keep the backup out of commits
+    if changed:
+        typer.echo(f"docket: {changed}")

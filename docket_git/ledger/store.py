@@ -94,7 +94,7 @@ def no_ledger(start: Path) -> str:
 
 #: Files docket keeps beside the ledger that never belong in a commit: lock files, and the
 #: half-written new ledger of an interrupted `docket migrate`.
-IGNORED = ("*.lock", "*.migrating")
+IGNORED = ("*.lock", "*.migrating", "*.schema1")
 
 
 def create(path: Path) -> None:
