@@ -119,4 +119,9 @@ def test_doctor_reports_wired_agents(repo: Repo) -> None:
     assert f"docket: ok: codex runs docket's hooks ({repo.path / '.codex/hooks.json'})" in out
     assert "approve " + str(repo.path / ".codex/hooks.json") in out  # Codex's trust review
     assert "older docket" not in out
-    assert "docket: note: claude is not wired; to brief it each session: docket init --agents claude" in out
+    assert "claude" not in out  # only wired agents are listed
+    bare = repo.path.parent / "bare"
+    bare.mkdir()
+    repo.git("init", "-q", str(bare))
+    alone = repo.docket("doctor", cwd=bare).out
+    assert "docket: note: no coding agent is wired; to brief one each session: docket init --agents claude," in alone

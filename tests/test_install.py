@@ -122,6 +122,19 @@ def test_doctor_reports_each_gap_with_its_fix(bare_repo: Repo):
     assert "fix: run 'docket init' again with the docket you use now" in result.out
     assert "do not route .docket/ledger.jsonl to the docket driver" in result.out
     assert "no pre-commit hook checks the staged ledger; fix: run docket init" in result.out
+    assert result.out.endswith("3 problem(s); until they are fixed, git merges ledgers as text and conflicts\n")
+
+
+def test_doctor_without_the_commit_hook_does_not_blame_merges(bare_repo: Repo):
+    bare_repo.ok("init")
+    (bare_repo.path / ".git" / "hooks" / "pre-commit").unlink()
+    result = bare_repo.docket("doctor")
+    assert result.code == 1
+    assert "merges ledgers as text" not in result.out
+    assert result.out.endswith(
+        "docket: 1 problem(s); merges use the docket driver, but commits are not checked, "
+        "so an invalid or rewritten ledger can be committed\n"
+    )
 
 
 def test_doctor_outside_git(tmp_path: Path, env: dict[str, str]):

@@ -90,15 +90,29 @@ def doctor() -> None:
             typer.echo(f"docket: problem: {finding.what}; fix: {finding.fix}")
     from docket_git.agents.table import notes, wired
 
-    for agent, where in wired(root).items():
+    agents = wired(root)
+    for agent, where in agents.items():
         if where:
             typer.echo(f"docket: ok: {agent} runs docket's hooks ({where})")
-        else:
-            typer.echo(f"docket: note: {agent} is not wired; to brief it each session: docket init --agents {agent}")
+    if not any(agents.values()):
+        typer.echo(
+            "docket: note: no coding agent is wired; to brief one each session: "
+            f"docket init --agents {','.join(agents)} (any of them)"
+        )
     for line in notes(root):
         typer.echo(f"docket: note: {line}")
-    gaps = sum(not f.ok for f in findings)
-    if gaps:
-        typer.echo(f"docket: {gaps} problem(s); until they are fixed, git merges ledgers as text and conflicts")
+    merge_gaps = sum(not f.ok and f.area == "merge" for f in findings)
+    commit_gaps = sum(not f.ok and f.area == "commit" for f in findings)
+    if merge_gaps:
+        typer.echo(
+            f"docket: {merge_gaps + commit_gaps} problem(s); until they are fixed, "
+            "git merges ledgers as text and conflicts"
+        )
+        raise typer.Exit(1)
+    if commit_gaps:
+        typer.echo(
+            f"docket: {commit_gaps} problem(s); merges use the docket driver, but commits are not checked, "
+            "so an invalid or rewritten ledger can be committed"
+        )
         raise typer.Exit(1)
     typer.echo("docket: this clone merges ledgers with the docket driver")

@@ -90,6 +90,8 @@ class Finding:
     ok: bool
     what: str
     fix: str = ""
+    #: What a problem here breaks: "merge" (git merges ledgers as text) or "commit" (nothing checks commits).
+    area: str = "merge"
 
 
 # -- attributes -------------------------------------------------------------------
@@ -357,6 +359,7 @@ def diagnose(root: Path) -> list[Finding]:
                 f"run docket init (it appends '{ATTRIBUTE_LINE}' to .gitattributes), then commit .gitattributes",
             )
         )
+    commit_checks = len(findings)
     hooks, state = _hook_state(root)
     if state == "framework":
         findings.append(Finding(True, f"{PRE_COMMIT_CONFIG} runs docket-check"))
@@ -386,4 +389,6 @@ def diagnose(root: Path) -> list[Finding]:
                 "run docket init (or add id: docket-check to .pre-commit-config.yaml)",
             )
         )
+    for finding in findings[commit_checks:]:
+        finding.area = "commit"
     return findings
