@@ -132,3 +132,13 @@ def test_pipx_installed_wheel_inits_records_and_merges(tmp_path: Path) -> None:
     records = json.loads(run(["git", "docket", "list", "--json"], cwd=repo, env=env, stderr=False))
     assert [r["id"] for r in records] == ["c1", "q2", "c3"]
     assert records[2]["text"] == "Topic: retries back off exponentially"
+
+    # `git docket --help` makes git run `man git-docket`: pipx linked the wheel's page into its man dir.
+    assert (tmp_path / "man" / "man1" / "git-docket.1").exists()
+    if shutil.which("man") is None:
+        if os.environ.get("REQUIRE_TEST_TOOLS"):
+            pytest.fail("man is not installed; .ci/run installs man-db")
+        return
+    man_env = {**env, "MANPATH": str(tmp_path / "man"), "MANPAGER": "cat", "PAGER": "cat", "MANWIDTH": "100"}
+    page = run(["git", "docket", "--help"], cwd=repo, env=man_env)
+    assert "GIT-DOCKET(1)" in page and "git docket resolve-conflict" in page, page

@@ -34,6 +34,23 @@ for _name in COMMAND_MODULES:
         _module.register(app)
 
 
+def _add_examples(typer_app: typer.Typer, prefix: str = "") -> None:
+    """Give every command the examples ``cli/examples.py`` holds for it, as its help epilog."""
+    from docket_git.cli.examples import epilog
+
+    for info in typer_app.registered_commands:
+        name = info.name or (info.callback.__name__.replace("_", "-") if info.callback else "")
+        if info.epilog is None:
+            info.epilog = epilog(prefix + name)
+    for group in typer_app.registered_groups:
+        sub = group.typer_instance
+        if sub is not None:
+            _add_examples(sub, prefix + (group.name or sub.info.name or "") + " ")
+
+
+_add_examples(app)
+
+
 def run(args: list[str]) -> None:
     """Run the Typer app on args; ledger errors become ``docket: ...`` and exit 1, usage errors exit 2."""
     prog = "git docket" if os.path.basename(sys.argv[0]) == "git-docket" else "docket"
