@@ -156,10 +156,10 @@ def execute(kind: str, text: str, opts: dict[str, Any]) -> None:
     for hint in path_like_components(fields["scope"], root, batch=False):
         warn(hint)
     fields["evidence"] = [recording.parse_evidence(e) for e in fields.pop("evidence", None) or []]
-    _author, unknown = recording.detect_author(path.parent)
+    author, unknown = recording.detect_author(path.parent)
     if unknown:
         warn('could not detect an author; recording "unknown". Set DOCKET_AUTHOR to identify this harness.')
-    draft = recording.draft(kind, text, fields, recording.provenance(path))
+    draft = recording.draft(kind, text, fields, recording.provenance(path, author))
     records = store.append(path, [draft], dry_run=opts["dry_run"])
     report(records, as_json=opts["as_json"], dry_run=opts["dry_run"])
     explain_effects(path, records, dry_run=opts["dry_run"])

@@ -59,11 +59,12 @@ def now() -> str:
     return datetime.now(UTC).replace(microsecond=0).isoformat()
 
 
-def provenance(ledger: Path) -> dict:
-    """ts, author, session and branch for a record written to ledger."""
+def provenance(ledger: Path, author: str | None = None) -> dict:
+    """ts, author, session and branch for a record written to ledger (``author``: already detected)."""
     from docket_git.repo.gitio import current_branch
 
-    author, _ = detect_author(ledger.parent)
+    if author is None:
+        author, _ = detect_author(ledger.parent)
     return {
         "ts": now(),
         "author": author,
