@@ -4,31 +4,14 @@ from __future__ import annotations
 
 import shlex
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
-
-import typer.main
 
 from docket_git.cli import manpage
 from docket_git.cli.examples import EXAMPLES
-from docket_git.cli.main import app
 
 from .conftest import DOCKET
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def commands() -> Iterator[tuple[str, object]]:
-    def walk(command: object, path: list[str]) -> Iterator[tuple[str, object]]:
-        subs = getattr(command, "commands", None)
-        if subs:
-            for name, sub in subs.items():
-                if not getattr(sub, "hidden", False):
-                    yield from walk(sub, [*path, name])
-        else:
-            yield " ".join(path), command
-
-    yield from walk(typer.main.get_command(app), [])
 
 
 def invocation(example: str) -> list[str]:
@@ -42,7 +25,7 @@ def invocation(example: str) -> list[str]:
 
 
 def test_every_command_has_an_example_and_each_one_parses() -> None:
-    seen = dict(commands())
+    seen = dict(manpage.commands())
     assert len(seen) > 30
     assert sorted(seen) == sorted(EXAMPLES), "cli/examples.py must hold exactly the visible commands"
     for path, command in seen.items():

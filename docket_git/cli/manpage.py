@@ -27,21 +27,24 @@ def _roff(text: str) -> str:
     return "\n".join(out)
 
 
-def _commands() -> Iterator[tuple[str, str]]:
-    """(command path, first paragraph of its help) for every visible command, in ``--help`` order."""
+def commands() -> Iterator[tuple[str, object]]:
+    """(command path, click command) for every visible command, in ``--help`` order."""
 
-    def walk(command: object, path: list[str]) -> Iterator[tuple[str, str]]:
+    def walk(command: object, path: list[str]) -> Iterator[tuple[str, object]]:
         subs = getattr(command, "commands", None)
-        if subs:
-            for name, sub in subs.items():
-                if not getattr(sub, "hidden", False):
-                    yield from walk(sub, [*path, name])
+        if not subs:
+            yield " ".join(path), command
             return
-        text = (getattr(command, "help", None) or "").strip()
-        summary = " ".join(text.split("\n\n")[0].split())
-        yield " ".join(path), summary
+        for name, sub in subs.items():
+            if not getattr(sub, "hidden", False):
+                yield from walk(sub, [*path, name])
 
     yield from walk(typer.main.get_command(app), [])
+
+
+def _summary(command: object) -> str:
+    text = (getattr(command, "help", None) or "").strip()
+    return " ".join(text.split("\n\n")[0].split())
 
 
 def render(name: str) -> str:
@@ -63,8 +66,8 @@ def render(name: str) -> str:
         ),
         ".SH COMMANDS",
     ]
-    for path, summary in _commands():
-        lines += [".TP", f".B {_roff(invoked + ' ' + path)}", _roff(summary)]
+    for path, command in commands():
+        lines += [".TP", f".B {_roff(invoked + ' ' + path)}", _roff(_summary(command))]
         for example in EXAMPLES.get(path, ()):
             lines += [".br", f"Example: \\f(CW{_roff(example)}\\fR"]
     lines += [
