@@ -149,3 +149,24 @@ def rec(rid: str, text: object = None, **fields) -> dict:
         record.update(choice=f"choice {rid}", alternatives=[], decided_by="")
     record.update(fields)
     return record
+
+
+_ROOT = Path(__file__).resolve().parent.parent
+
+
+def project_copy(dest: Path) -> Path:
+    """The working tree's tracked and untracked (not ignored) files, copied to dest."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=_ROOT,
+        check=True,
+        capture_output=True,
+    ).stdout.split(b"\0")
+    for raw in filter(None, listed):
+        name = os.fsdecode(raw)
+        source = _ROOT / name
+        if source.is_file() and not source.is_symlink():
+            target = dest / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+    return dest

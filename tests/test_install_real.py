@@ -17,30 +17,13 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.conftest import project_copy
+
 PIPX = Path(sys.executable).parent / "pipx"
 #: Generous bounds: a cold pip cache downloads docket's dependencies once.
 BUILD_TIMEOUT = 300
 INSTALL_TIMEOUT = 600
 STEP_TIMEOUT = 60
-
-
-def project_copy(dest: Path) -> Path:
-    """The working tree's tracked and untracked (not ignored) files, copied to dest."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-    ).stdout.split(b"\0")
-    for raw in filter(None, listed):
-        name = os.fsdecode(raw)
-        source = ROOT / name
-        if source.is_file() and not source.is_symlink():
-            target = dest / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, target)
-    return dest
 
 
 def real_pip_cache() -> str:

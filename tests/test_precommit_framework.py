@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Repo
+from tests.conftest import Repo, project_copy
 
 ROOT = Path(__file__).resolve().parent.parent
 HOOK_ID = "docket-check"
@@ -25,18 +25,7 @@ INSTALL_TIMEOUT = 600
 
 def hooks_repo(dest: Path, env: dict[str, str]) -> Path:
     """A git repository holding this working tree's files in one commit (what try-repo clones)."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-    ).stdout.split(b"\0")
-    for raw in filter(None, listed):
-        name = os.fsdecode(raw)
-        source = ROOT / name
-        if source.is_file() and not source.is_symlink():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, dest / name)
+    project_copy(dest)
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "--no-verify", "-m", "snapshot"]):
         subprocess.run(["git", *args], cwd=dest, env=env, check=True, capture_output=True)
     return dest
