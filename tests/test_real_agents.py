@@ -328,3 +328,104 @@ def test_gemini_works_without_docket(bare_repo: Repo) -> None:
     assert function_errors(model) == ["", "", ""]
     assert (repo.path / "src" / "pay" / "api.py").read_text() == "x = 1\n"
     assert (repo.path / "src" / "pay" / "log.txt").read_text() == "ok\n"
+
+
+# -- GitHub Copilot CLI --------------------------------------------------------------------------------
+
+
+def copilot_run(exe: str, repo: Repo, model: FakeModel, *, docket: bool = True, trust: bool = True) -> None:
+    """Run ``copilot -p`` on a bring-your-own-key Anthropic provider (the fake model), offline."""
+    env = agent_env(
+        repo,
+        docket=docket,
+        COPILOT_PROVIDER_BASE_URL=model.url,
+        COPILOT_PROVIDER_TYPE="anthropic",
+        COPILOT_PROVIDER_API_KEY="test",
+        COPILOT_MODEL="claude-sonnet-4.5",
+        COPILOT_OFFLINE="true",
+        COPILOT_AUTO_UPDATE="false",
+    )
+    # Copilot loads a repository's .github/hooks in prompt mode only for a trusted folder.
+    argv = [
+        exe,
+        "--allow-all-tools",
+        *(["--trust-folder"] if trust else []),
+        "-p",
+        "Tidy the ledger, then add the API.",
+    ]
+    run_agent(argv, repo, env)
+
+
+def copilot_script(repo: Repo, shell: str) -> list[Turn]:
+    return ledger_script(
+        Call("edit", {"path": str(repo.ledger), "old_str": "Payments", "new_str": "Refunds"}),
+        Call("bash", {"command": shell, "description": "append"}),
+        Call("create", {"path": str(repo.path / "src" / "pay" / "api.py"), "file_text": "x = 1\n"}),
+    )
+
+
+def tool_results(model: FakeModel) -> list[str]:
+    """The text of each tool result in the last Anthropic-format request."""
+    blocks = [
+        b for m in main_requests(model)[-1].body["messages"] if isinstance(m["content"], list) for b in m["content"]
+    ]
+    return [json.dumps(b["content"]) for b in blocks if b.get("type") == "tool_result"]
+
+
+def copilot_hook_ends(repo: Repo) -> list[dict]:
+    (events,) = (Path(repo.env["HOME"]) / ".copilot" / "session-state").glob("*/events.jsonl")
+    lines = [json.loads(line) for line in events.read_text().splitlines() if line.strip()]
+    return [e["data"] for e in lines if e.get("type") == "hook.end"]
+
+
+def test_copilot_briefs_and_guards(bare_repo: Repo) -> None:
+    exe = agent_path("copilot")
+    repo = wired(bare_repo, "copilot")
+    before = repo.ledger.read_bytes()
+    with FakeModel(copilot_script(repo, "echo '{}' >> .docket/ledger.jsonl")) as model:
+        copilot_run(exe, repo, model)
+    first = main_requests(model)[0].raw
+    assert BRIEFING in first and DECISION in first, "the sessionStart briefing did not reach the model"
+    assert repo.ledger.read_bytes() == before, "a hand edit of the ledger went through"
+    assert (repo.path / "src" / "pay" / "api.py").read_text() == "x = 1\n"
+    results = tool_results(model)
+    assert [f"Denied by preToolUse hook: {TOLD}" in r for r in results] == [True, True, False]
+    ends = copilot_hook_ends(repo)
+    assert [e["hookType"] for e in ends] == ["sessionStart", "preToolUse", "preToolUse", "preToolUse"]
+    assert all(e["success"] for e in ends)
+    assert BRIEFING in ends[0]["output"]["additionalContext"]
+
+
+def test_copilot_runs_repository_hooks_only_in_a_trusted_folder(bare_repo: Repo) -> None:
+    exe = agent_path("copilot")
+    repo = wired(bare_repo, "copilot")
+    with FakeModel(copilot_script(repo, "echo ok > src/pay/log.txt")) as model:
+        copilot_run(exe, repo, model, trust=False)
+    assert BRIEFING not in main_requests(model)[0].raw
+    assert copilot_hook_ends(repo) == []
+
+
+def test_copilot_works_without_docket(bare_repo: Repo) -> None:
+    """Copilot's preToolUse is fail-closed: docket's command must exit 0 when docket is missing."""
+    exe = agent_path("copilot")
+    repo = wired(bare_repo, "copilot")
+    with FakeModel(copilot_script(repo, "echo ok > src/pay/log.txt")) as model:
+        copilot_run(exe, repo, model, docket=False)
+    assert BRIEFING not in main_requests(model)[0].raw
+    assert not [r for r in tool_results(model) if "Denied" in r]
+    assert (repo.path / "src" / "pay" / "api.py").read_text() == "x = 1\n"
+    assert (repo.path / "src" / "pay" / "log.txt").read_text() == "ok\n"
+    ends = copilot_hook_ends(repo)
+    assert len(ends) == 4 and all(e["success"] and not e.get("output") for e in ends)
+
+
+def test_copilot_in_a_repository_also_wired_for_claude_briefs_once(bare_repo: Repo) -> None:
+    """Copilot CLI can read .claude/settings.json too: the model must still get one briefing."""
+    exe = agent_path("copilot")
+    bare_repo.ok("init", "--agents", "claude")
+    repo = wired(bare_repo, "copilot")
+    before = repo.ledger.read_bytes()
+    with FakeModel(copilot_script(repo, "echo '{}' >> .docket/ledger.jsonl")) as model:
+        copilot_run(exe, repo, model)
+    assert main_requests(model)[0].raw.count(BRIEFING) == 1
+    assert repo.ledger.read_bytes() == before
