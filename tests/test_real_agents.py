@@ -271,16 +271,18 @@ def test_codex_works_without_docket(bare_repo: Repo) -> None:
 # -- Gemini CLI --------------------------------------------------------------------------------------
 
 
-def gemini_run(exe: str, repo: Repo, model: FakeModel, *, docket: bool = True) -> str:
+def gemini_run(exe: str, repo: Repo, model: FakeModel, *, docket: bool = True, trust: bool = True) -> str:
     """Run ``gemini -p`` against the fake model (API-key auth, the repository a trusted folder); stderr."""
     home = Path(repo.env["HOME"]) / ".gemini"
     home.mkdir(exist_ok=True)
     (home / "settings.json").write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}))
     # Gemini loads a project's .gemini/settings.json (docket's hooks) only in a trusted folder.
-    (home / "trustedFolders.json").write_text(json.dumps({str(repo.path): "TRUST_FOLDER"}))
+    if trust:
+        (home / "trustedFolders.json").write_text(json.dumps({str(repo.path): "TRUST_FOLDER"}))
     env = agent_env(repo, docket=docket, GOOGLE_GEMINI_BASE_URL=model.url, GEMINI_API_KEY="test")
     # -m: a fixed model skips Gemini's routing classifier (a side request per turn).
-    argv = [exe, "--yolo", "-m", "gemini-2.5-pro", "-p", "Tidy the ledger, then add the payments API."]
+    argv = [exe, "--yolo", "-m", "gemini-2.5-pro", *([] if trust else ["--skip-trust"])]
+    argv += ["-p", "Tidy the ledger, then add the payments API."]
     return run_agent(argv, repo, env).stderr
 
 
@@ -316,6 +318,16 @@ def test_gemini_briefs_and_guards(bare_repo: Repo) -> None:
     assert err.count(f"Tool execution blocked: {TOLD}") == 2
     (chat,) = (Path(repo.env["HOME"]) / ".gemini" / "tmp").rglob("chats/session-*.jsonl")
     assert "<hook_context># docket: " in chat.read_text()
+
+
+def test_gemini_skips_a_projects_hooks_in_an_untrusted_folder(bare_repo: Repo) -> None:
+    """--skip-trust lets a headless run start in an untrusted folder, but without the project's settings."""
+    exe = agent_path("gemini")
+    repo = wired(bare_repo, "gemini")
+    with FakeModel(gemini_script(repo, "echo ok > src/pay/log.txt")) as model:
+        gemini_run(exe, repo, model, trust=False)
+    assert BRIEFING not in main_requests(model)[0].raw
+    assert function_errors(model) == ["", "", ""]  # the ledger write_file went through: no guard
 
 
 def test_gemini_works_without_docket(bare_repo: Repo) -> None:
