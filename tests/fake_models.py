@@ -3,7 +3,8 @@
 Stdlib only (``http.server`` in a thread). It speaks the three wire formats the
 agents use, learnt from the requests the agents send and their public API docs:
 
-- Anthropic Messages (``POST /v1/messages``, Server-Sent Events): Claude Code;
+- Anthropic Messages (``POST /v1/messages``, Server-Sent Events): Claude Code, and Copilot CLI
+  with a bring-your-own-key Anthropic provider;
 - OpenAI Responses (``POST /v1/responses``, Server-Sent Events): Codex CLI;
 - Gemini ``streamGenerateContent`` (``?alt=sse``): Gemini CLI.
 
