@@ -240,6 +240,7 @@ def test_codex_briefs_and_guards(bare_repo: Repo) -> None:
     assert [o.startswith(f"Command blocked by PreToolUse hook: {TOLD}") for o in outputs] == [True, True, False]
     assert "Recorded decisions govern src/pay/api.py" in last_text(model)
     assert err.count("hook: PreToolUse Blocked") == 2
+    assert ".. Command:" not in "".join(outputs)  # Codex appends ". Command: ..." to the reason
     (rollout,) = (Path(repo.env["HOME"]) / ".codex" / "sessions").rglob("rollout-*.jsonl")
     assert rollout.read_text().count(f"Command blocked by PreToolUse hook: {TOLD}") >= 2
 
