@@ -190,6 +190,24 @@ def test_claude_code_works_without_docket(bare_repo: Repo) -> None:
     assert not [line for line in hook_lines if "error" in line.lower() or "fail" in line.lower()]
 
 
+def test_claude_code_resume_gets_only_what_changed(bare_repo: Repo) -> None:
+    """``claude --resume`` keeps the session ID and sends source=resume: the model gets the delta."""
+    exe = agent_path("claude")
+    repo = wired(bare_repo, "claude")
+    with FakeModel([Turn(text="first"), Turn(text="second")]) as model:
+        env = claude_env(repo, model)
+        session = json.loads(run_agent(claude_argv(exe), repo, env).stdout)["session_id"]
+        repo.ok("decision", "Refunds go through the ledger service", "--choice", "service", "--scope", "src/pay/")
+        resumed = json.loads(run_agent([*claude_argv(exe), "--resume", session], repo, env).stdout)
+    assert resumed["session_id"] == session
+    first, second = main_requests(model)
+    assert DECISION in first.raw and "Refunds go through" not in first.raw
+    # The resumed conversation keeps the first briefing; the hook adds only the new record.
+    (added,) = [m["content"] for m in second.body["messages"] if m["role"] == "system"][-1:]
+    assert added.startswith("SessionStart hook additional context: # docket: ") and "| since: d1" in added
+    assert "Refunds go through the ledger service" in added and DECISION not in added
+
+
 # -- Codex CLI ------------------------------------------------------------------------------------
 
 #: A model Codex knows (its bundled catalog) that offers apply_patch as a freeform tool and a shell.
