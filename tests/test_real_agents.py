@@ -23,6 +23,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -95,6 +96,17 @@ def ledger_script(file_call: Call, shell_call: Call, edit_call: Call, *, first: 
         Turn(calls=(edit_call,)),
         Turn(text="all done"),
     ]
+
+
+def plain_session(
+    bare_repo: Repo, agent: str, script: Callable[[Repo], list[Turn]], runner: Callable[..., object], **how: bool
+) -> tuple[Repo, FakeModel, object]:
+    """A session of agent, wired and run as how says (runner's options), whose script writes no ledger."""
+    exe = agent_path(agent)
+    repo = wired(bare_repo, agent)
+    with FakeModel(script(repo)) as model:
+        out = runner(exe, repo, model, **how)
+    return repo, model, out
 
 
 def last_text(model: FakeModel) -> str:
@@ -239,6 +251,10 @@ def codex_script(shell: str, edit: str) -> list[Turn]:
     )
 
 
+def codex_plain(repo: Repo) -> list[Turn]:
+    return codex_script("echo ok > src/pay/log.txt", "src/pay/api.py")
+
+
 def test_codex_briefs_and_guards(bare_repo: Repo) -> None:
     exe = agent_path("codex")
     repo = wired(bare_repo, "codex")
@@ -265,20 +281,14 @@ def test_codex_briefs_and_guards(bare_repo: Repo) -> None:
 
 def test_codex_runs_no_hook_it_was_not_told_to_trust(bare_repo: Repo) -> None:
     """Codex's hook trust is real: unreviewed project hooks never run, and ``codex exec`` says nothing."""
-    exe = agent_path("codex")
-    repo = wired(bare_repo, "codex")
-    with FakeModel(codex_script("echo ok > src/pay/log.txt", "src/pay/api.py")) as model:
-        err = codex_run(exe, repo, model, trust_hooks=False)
+    repo, model, err = plain_session(bare_repo, "codex", codex_plain, codex_run, trust_hooks=False)
     assert BRIEFING not in main_requests(model)[0].raw
     assert "hook:" not in err
     assert (repo.path / "src" / "pay" / "api.py").exists()
 
 
 def test_codex_works_without_docket(bare_repo: Repo) -> None:
-    exe = agent_path("codex")
-    repo = wired(bare_repo, "codex")
-    with FakeModel(codex_script("echo ok > src/pay/log.txt", "src/pay/api.py")) as model:
-        err = codex_run(exe, repo, model, docket=False)
+    repo, model, err = plain_session(bare_repo, "codex", codex_plain, codex_run, docket=False)
     assert BRIEFING not in main_requests(model)[0].raw
     # Codex ran every hook (the session start, three tool calls); none blocked or failed.
     assert err.count("hook: SessionStart Completed") == 1 and err.count("hook: PreToolUse Completed") == 3
@@ -313,6 +323,10 @@ def gemini_script(repo: Repo, shell: str) -> list[Turn]:
     )
 
 
+def gemini_plain(repo: Repo) -> list[Turn]:
+    return gemini_script(repo, "echo ok > src/pay/log.txt")
+
+
 def function_errors(model: FakeModel) -> list[str]:
     contents = main_requests(model)[-1].body["contents"]
     replies = [p["functionResponse"]["response"] for c in contents for p in c["parts"] if "functionResponse" in p]
@@ -341,19 +355,13 @@ def test_gemini_briefs_and_guards(bare_repo: Repo) -> None:
 
 def test_gemini_skips_a_projects_hooks_in_an_untrusted_folder(bare_repo: Repo) -> None:
     """--skip-trust lets a headless run start in an untrusted folder, but without the project's settings."""
-    exe = agent_path("gemini")
-    repo = wired(bare_repo, "gemini")
-    with FakeModel(gemini_script(repo, "echo ok > src/pay/log.txt")) as model:
-        gemini_run(exe, repo, model, trust=False)
+    _, model, _ = plain_session(bare_repo, "gemini", gemini_plain, gemini_run, trust=False)
     assert BRIEFING not in main_requests(model)[0].raw
     assert function_errors(model) == ["", "", ""]  # the ledger write_file went through: no guard
 
 
 def test_gemini_works_without_docket(bare_repo: Repo) -> None:
-    exe = agent_path("gemini")
-    repo = wired(bare_repo, "gemini")
-    with FakeModel(gemini_script(repo, "echo ok > src/pay/log.txt")) as model:
-        gemini_run(exe, repo, model, docket=False)
+    repo, model, _ = plain_session(bare_repo, "gemini", gemini_plain, gemini_run, docket=False)
     assert BRIEFING not in main_requests(model)[0].raw
     # Without docket the ledger is unguarded (the agent is not locked out): every call went through.
     assert function_errors(model) == ["", "", ""]
@@ -395,6 +403,10 @@ def copilot_script(repo: Repo, shell: str) -> list[Turn]:
     )
 
 
+def copilot_plain(repo: Repo) -> list[Turn]:
+    return copilot_script(repo, "echo ok > src/pay/log.txt")
+
+
 def tool_results(model: FakeModel) -> list[str]:
     """The text of each tool result in the last Anthropic-format request."""
     blocks = [
@@ -428,20 +440,14 @@ def test_copilot_briefs_and_guards(bare_repo: Repo) -> None:
 
 
 def test_copilot_runs_repository_hooks_only_in_a_trusted_folder(bare_repo: Repo) -> None:
-    exe = agent_path("copilot")
-    repo = wired(bare_repo, "copilot")
-    with FakeModel(copilot_script(repo, "echo ok > src/pay/log.txt")) as model:
-        copilot_run(exe, repo, model, trust=False)
+    repo, model, _ = plain_session(bare_repo, "copilot", copilot_plain, copilot_run, trust=False)
     assert BRIEFING not in main_requests(model)[0].raw
     assert copilot_hook_ends(repo) == []
 
 
 def test_copilot_works_without_docket(bare_repo: Repo) -> None:
     """Copilot's preToolUse is fail-closed: docket's command must exit 0 when docket is missing."""
-    exe = agent_path("copilot")
-    repo = wired(bare_repo, "copilot")
-    with FakeModel(copilot_script(repo, "echo ok > src/pay/log.txt")) as model:
-        copilot_run(exe, repo, model, docket=False)
+    repo, model, _ = plain_session(bare_repo, "copilot", copilot_plain, copilot_run, docket=False)
     assert BRIEFING not in main_requests(model)[0].raw
     assert not [r for r in tool_results(model) if "Denied" in r]
     assert (repo.path / "src" / "pay" / "api.py").read_text() == "x = 1\n"
