@@ -287,6 +287,23 @@ def test_codex_runs_no_hook_it_was_not_told_to_trust(bare_repo: Repo) -> None:
     assert (repo.path / "src" / "pay" / "api.py").exists()
 
 
+def test_codex_runs_a_call_its_hook_asks_about(bare_repo: Repo) -> None:
+    """Why docket denies for Codex: a PreToolUse "ask" is a failed hook to Codex, and the call runs."""
+    exe = agent_path("codex")
+    repo = wired(bare_repo, "codex")
+    hooks_file = repo.path / ".codex" / "hooks.json"
+    settings = json.loads(hooks_file.read_text())
+    ask = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask"}}
+    for entry in settings["hooks"]["PreToolUse"]:
+        entry["hooks"][0]["command"] = f"echo '{json.dumps(ask)}'"
+    hooks_file.write_text(json.dumps(settings))
+    before = repo.ledger.read_bytes()
+    with FakeModel(codex_script("echo '{}' >> .docket/ledger.jsonl", "src/pay/api.py")) as model:
+        err = codex_run(exe, repo, model)
+    assert err.count("hook: PreToolUse Failed") == 3 and "Blocked" not in err
+    assert not repo.ledger.exists() or repo.ledger.read_bytes() != before  # the ledger patch or append ran
+
+
 def test_codex_works_without_docket(bare_repo: Repo) -> None:
     repo, model, err = plain_session(bare_repo, "codex", codex_plain, codex_run, docket=False)
     assert BRIEFING not in main_requests(model)[0].raw
