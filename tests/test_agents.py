@@ -90,8 +90,11 @@ def test_bad_settings_are_refused_untouched(repo: Repo) -> None:
 def test_init_says_what_codex_gemini_and_copilot_need(repo: Repo) -> None:
     out = repo.ok("init", "--agents", "codex,gemini,copilot").out
     assert "docket: note: codex runs project hooks only in a trusted project" in out
-    assert "/hooks view" in out
+    assert "/hooks view" in out and "`codex exec` skips unreviewed hooks" in out
     assert "tools.enableHooks" in out and "no SessionStart after compressing" in out
+    # Found in the real agents (tests/test_real_agents.py): both skip a project's hooks in an untrusted folder.
+    assert "gemini reads a project's hooks only in a trusted folder" in out and "GEMINI_CLI_TRUST_WORKSPACE" in out
+    assert "copilot runs a repository's hooks only in a trusted folder" in out and "--trust-folder" in out
     assert "copilot-setup-steps.yml" in out
 
 

@@ -135,7 +135,9 @@ def stop(agent: str, target: str, event: str = "") -> dict:
     if agent == "gemini":
         return {"decision": "deny", "reason": tell}
     if agent == "codex":
-        specific = {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": tell}
+        # Codex shows the model "Command blocked by PreToolUse hook: REASON. Command: ...": no final stop of ours.
+        reason = tell.rstrip(".")
+        specific = {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": reason}
         return {"hookSpecificOutput": specific}
     specific = {
         "hookEventName": "PreToolUse",

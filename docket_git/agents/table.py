@@ -225,14 +225,17 @@ def install(agent: str, root: Path, *, user: bool = False, docket: str | None = 
 NOTES = {
     "codex": (
         "codex runs project hooks only in a trusted project and skips a hooks file it has not reviewed: "
-        "open Codex's /hooks view and approve {path} (again after every change to it)"
+        "open Codex's /hooks view and approve {path} (again after every change to it); "
+        "`codex exec` skips unreviewed hooks without a word"
     ),
     "gemini": (
-        "older gemini versions run hooks only when enabled: set tools.enableHooks to true in {path}; "
-        "gemini fires no SessionStart after compressing a conversation (run `docket context` then)"
+        "gemini reads a project's hooks only in a trusted folder (trust it when gemini asks; for headless runs "
+        "set GEMINI_CLI_TRUST_WORKSPACE=true: --skip-trust runs without the hooks); older gemini versions run hooks only when enabled: set tools.enableHooks to true "
+        "in {path}; gemini fires no SessionStart after compressing a conversation (run `docket context` then)"
     ),
     "copilot": (
-        "copilot's cloud agent runs {path} only with docket installed in its environment: add "
+        "copilot runs a repository's hooks only in a trusted folder (`copilot -p` needs --trust-folder); "
+        "its cloud agent runs {path} only with docket installed in its environment: add "
         "`pip install docket-git` to .github/workflows/copilot-setup-steps.yml (docs/hooks.md)"
     ),
 }
