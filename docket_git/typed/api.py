@@ -148,6 +148,12 @@ def _stage(conn: sqlite3.Connection, ledger: Ledger, checked: list[dict], txn: s
     results: list[tuple[str, bool]] = []
     lines: list[bytes] = []
     parents = replay.heads(conn)
+    if len(parents) > envelope.MAX_PARENTS:
+        raise OperationError(
+            f"ledger '{ledger.name}' has {len(parents)} heads, more than the {envelope.MAX_PARENTS} parents a "
+            f"record may name, so a new record cannot follow them all; nothing was written (see 'Parents' in "
+            f"docs/typed-ledgers.md)"
+        )
     for i, op in enumerate(checked):
         rid = envelope.record_id(txn, i)
         rtype = op["operation"] if ledger.type else "record"
