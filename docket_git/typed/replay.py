@@ -26,6 +26,7 @@ CREATE TABLE records (ordinal INTEGER PRIMARY KEY, id TEXT NOT NULL, sha TEXT NO
 CREATE TABLE parents (child_sha TEXT NOT NULL, parent_sha TEXT NOT NULL);
 CREATE TABLE diagnostics (ordinal INTEGER PRIMARY KEY, code TEXT NOT NULL, line INTEGER, id TEXT, detail TEXT);
 CREATE TABLE heads (sha TEXT PRIMARY KEY);
+CREATE TABLE _lines (count INTEGER NOT NULL);
 CREATE TABLE replay_metadata (ledger_name TEXT NOT NULL, ledger_type TEXT, projection_version INTEGER NOT NULL,
                       record_count INTEGER NOT NULL, script_sha256 TEXT NOT NULL, output_version INTEGER NOT NULL,
                       table_name TEXT NOT NULL, columns_json TEXT NOT NULL);
@@ -274,6 +275,7 @@ def build(ledger: Ledger) -> callable:
         conn.executemany("INSERT INTO parents VALUES (?, ?)", [(r.sha, p) for r in ordered for p in r.parents])
         write_diagnostics(conn, diagnostics)
         conn.executemany("INSERT INTO heads VALUES (?)", ((h,) for h in heads))
+        conn.execute("INSERT INTO _lines VALUES (?)", (data.count(b"\n"),))  # so an append knows its line
         if ledger.type in STATE_COLUMNS:
             conn.executemany("INSERT INTO state VALUES (?, ?)", state_rows(ledger, state))
         elif ledger.type == "notes":
@@ -337,6 +339,7 @@ def extend(ledger: Ledger) -> callable:
                 apply_new(conn, ledger, found)
             except ops.OpError:
                 return False
+        conn.execute("UPDATE _lines SET count = ?", (lines,))
         return True
 
     return _extend
