@@ -104,6 +104,12 @@ def both_ways(repo: Repo, args: list[str], stdin: str = "") -> None:
     restore(repo, before)
 
 
+def write(step: str, agent: str, status: str, *extra: str, input: str = "i", output: str = "o") -> list[str]:
+    """``docket session write`` with the required options first."""
+    head = ["session", "write", "--step", step, "--agent", agent, "--status", status]
+    return [*head, "--input", input, "--output", output, *extra]
+
+
 OP = json.dumps({"operation": "upsert", "value": {"id": "f2", "severity": "high"}})
 CALLS: list[tuple[list[str], str]] = [
     (["ledger", "append", "findings", OP, "--txn", "t1"], ""),
@@ -143,124 +149,15 @@ CALLS: list[tuple[list[str], str]] = [
     (["ledger", "query", "nosuch", "SELECT 1"], ""),
     (["ledger", "query", "findings"], ""),
     (["ledger", "query", "findings", "SELECT 1", "--json=yes"], ""),
-    (
-        [
-            "session",
-            "write",
-            "--step",
-            "2",
-            "--agent",
-            "b",
-            "--status",
-            "completed",
-            "--input",
-            "i",
-            "--output",
-            '{"answer": 42}',
-            "--total",
-            "3",
-            "--metrics",
-            '{"tokens": 5}',
-        ],
-        "",
-    ),
-    (
-        ["session", "write", "--step", "1", "--agent", "a", "--status", "completed", "--input", "i", "--output", "o2"],
-        "",
-    ),
-    (
-        [
-            "session",
-            "write",
-            "--step",
-            "2",
-            "--agent",
-            "b",
-            "--status",
-            "pending",
-            "--input",
-            "@in.txt",
-            "--output",
-            "-",
-            "--reasoning-trace",
-            "thought",
-        ],
-        "from stdin\n",
-    ),
-    (["session", "write", "--step", "2", "--agent", "b", "--status", "done", "--input", "-", "--output", "-"], "x"),
-    (
-        [
-            "session",
-            "write",
-            "--step",
-            "2",
-            "--agent",
-            "b",
-            "--status",
-            "completed",
-            "--input",
-            "@missing.txt",
-            "--output",
-            "o",
-        ],
-        "",
-    ),
-    (
-        [
-            "session",
-            "write",
-            "--step",
-            "3",
-            "--agent",
-            "c",
-            "--status",
-            "completed",
-            "--input",
-            "i",
-            "--output",
-            "o",
-            "--record",
-        ],
-        "",
-    ),
-    (
-        [
-            "session",
-            "write",
-            "--step",
-            "3",
-            "--agent",
-            "c",
-            "--status",
-            "completed",
-            "--input",
-            "i",
-            "--output",
-            "o",
-            "--file",
-            "context-ledger/nope.md",
-        ],
-        "",
-    ),
+    (write("2", "b", "completed", "--total", "3", "--metrics", '{"tokens": 5}', output='{"answer": 42}'), ""),
+    (write("1", "a", "completed", output="o2"), ""),
+    (write("2", "b", "pending", "--reasoning-trace", "thought", input="@in.txt", output="-"), "from stdin\n"),
+    (write("2", "b", "done", input="-", output="-"), "x"),
+    (write("2", "b", "completed", input="@missing.txt"), ""),
+    (write("3", "c", "completed", "--record"), ""),
+    (write("3", "c", "completed", "--file", "context-ledger/nope.md"), ""),
     (["session", "write", "--step", "3", "--agent", "c", "--input", "i", "--output", "o"], ""),
-    (
-        [
-            "session",
-            "write",
-            "--step",
-            "3",
-            "--agent",
-            "c",
-            "--status",
-            "completed",
-            "--input",
-            "i",
-            "--output",
-            "o",
-            "--record=yes",
-        ],
-        "",
-    ),
+    (write("3", "c", "completed", "--record=yes"), ""),
 ]
 
 
