@@ -1,7 +1,8 @@
 """Process entry point.
 
 Git and agents start ``docket merge-driver``, ``docket hook``, ``docket
-context`` and the recording commands many times a day, so those are routed
+context``, the recording commands, ``docket show``, ``docket ledger
+append|query`` and ``docket session write`` many times a day, so those are routed
 here to light modules before Typer (and with it click, rich and pydantic) is
 imported. Everything else, and any of
 those with arguments the light parser does not take (``--help``), goes to the
@@ -73,6 +74,18 @@ def main(argv: list[str] | None = None) -> None:
         from docket_git.cli.show import fast_main as show_main
 
         code = show_main(args[1:])
+        if code is not None:
+            _exit_now(code)
+    if args[:2] in (["ledger", "append"], ["ledger", "query"]):
+        from docket_git.cli.ledger_fast import fast_main as ledger_main
+
+        code = ledger_main(args[1], args[2:])
+        if code is not None:
+            _exit_now(code)
+    if args[:2] == ["session", "write"]:
+        from docket_git.cli.session_fast import fast_main as session_main
+
+        code = session_main(args[2:])
         if code is not None:
             _exit_now(code)
     if args == ["--version"]:

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from docket_git.cli import ledger_fast
 from docket_git.cli.app import app
 from docket_git.cli.common import usage
+from docket_git.cli.ledger_fast import json_arg
 
 ledger_app = typer.Typer(
     help="Typed ledgers in .docket/ledgers/: append operations, query their SQLite projection, verify notes.",
@@ -30,30 +31,8 @@ def _root() -> Path:
     return api.repo_root(Path.cwd())
 
 
-def _resolve(name: str | None, ltype: str | None = None):
-    from docket_git.typed import api
-
-    root = _root()
-    return root, api.resolve(root, name, ltype)
-
-
-def _json_arg(text: str, what: str) -> object:
-    try:
-        return json.loads(text, parse_constant=_no_constant)
-    except ValueError as exc:
-        usage(f'{what} is not JSON ({exc}); quote it, e.g. \'{{"operation": "append", "value": 1}}\'')
-
-
-def _no_constant(name: str) -> object:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def _write(name: str | None, ltype: str | None, operations: list[object], txn: str | None) -> None:
-    from docket_git.typed import api
-
-    root, ledger = _resolve(name, ltype)
-    for rid, new in api.append(root, ledger, operations, txn=txn):
-        typer.echo(rid if new else f"{rid} (already recorded)")
+_resolve = ledger_fast.resolve
+_write = ledger_fast.write
 
 
 _TXN = typer.Option(
@@ -85,26 +64,8 @@ def list_() -> None:
         typer.echo(f"{name}\t{decl.type or 'untyped'}{key}{schema}\t{path.relative_to(root)}")
 
 
-@ledger_app.command("append")
-def append(
-    name: Annotated[str, typer.Argument(help="The ledger, as declared in .docket/config.toml.")],
-    operation: Annotated[
-        str,
-        typer.Argument(help='A JSON object, e.g. \'{"operation": "put", "key": "k", "value": 1}\', or - for JSONL.'),
-    ],
-    txn: Annotated[str | None, _TXN] = None,
-) -> None:
-    """Append one operation (or '-': JSONL operations on stdin, all or nothing); prints each record ID."""
-    if operation == "-":
-        ops = []
-        for number, line in enumerate(sys.stdin.read().splitlines(), start=1):
-            if line.strip():
-                ops.append(_json_arg(line, f"stdin line {number}"))
-        if not ops:
-            usage("no operations on stdin")
-    else:
-        ops = [_json_arg(operation, "OPERATION")]
-    _write(name, None, ops, txn)
+# append and query are declared once in cli/ledger_fast.py and also run without Typer (entry.py).
+ledger_fast.APPEND.register(ledger_app, ledger_fast.run_append)
 
 
 def _split(args: list[str], wanted: int, shape: str) -> tuple[str | None, list[str]]:
@@ -122,7 +83,7 @@ def map_put(
 ) -> None:
     """Put KEY -> VALUE_JSON into a map ledger."""
     name, (key, value) = _split(args, 2, "[NAME] KEY VALUE_JSON")
-    _write(name, "map", [{"operation": "put", "key": key, "value": _json_arg(value, "VALUE_JSON")}], txn)
+    _write(name, "map", [{"operation": "put", "key": key, "value": json_arg(value, "VALUE_JSON")}], txn)
 
 
 @ledger_app.command("map-delete")
@@ -181,25 +142,7 @@ def note_vote(
     _write(name, "notes", [op], txn)
 
 
-@ledger_app.command("query")
-def query(
-    name: Annotated[str, typer.Argument(help="The ledger.")],
-    sql: Annotated[str, typer.Argument(help="One read-only SQL statement.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Rows as a JSON list of objects.")] = False,
-) -> None:
-    """Run read-only SQL on the ledger's SQLite projection (tables: records, state, notes, ...)."""
-    from docket_git.typed import api
-
-    root, ledger = _resolve(name)
-    columns, rows = api.query(root, ledger, sql)
-    if ledger.type == "notes":
-        print(f"# {api.UNTRUSTED}", file=sys.stderr if as_json else sys.stdout)
-    if as_json:
-        typer.echo(json.dumps([dict(zip(columns, row, strict=True)) for row in rows], ensure_ascii=False))
-        return
-    typer.echo("\t".join(columns))
-    for row in rows:
-        typer.echo("\t".join("NULL" if v is None else str(v) for v in row))
+ledger_fast.QUERY.register(ledger_app, ledger_fast.run_query)
 
 
 @ledger_app.command("path")

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from docket_git.cli import session_fast
 from docket_git.cli.app import app
 from docket_git.cli.common import fail, warn
 from docket_git.ledger.recording import UsageError
@@ -45,20 +46,7 @@ ContextMap = Annotated[
 ]
 
 
-def _text(option: str, value: str, used_stdin: list[bool]) -> str:
-    """An option's text: as given, from a file (``@path``) or from stdin (``-``, once per command)."""
-    if value == "-":
-        if used_stdin:
-            raise UsageError(f"{option} -: only one option can read stdin")
-        used_stdin.append(True)
-        return sys.stdin.read()
-    if value.startswith("@"):
-        try:
-            return Path(value[1:]).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = getattr(exc, "strerror", None) or "not UTF-8"
-            raise UsageError(f"{option} {value}: cannot read {value[1:]}: {reason}") from None
-    return value
+_text = session_fast.text_option
 
 
 def _cwd() -> Path:
@@ -97,60 +85,7 @@ def init(
     typer.echo(str(path))
 
 
-@session_app.command("write")
-def write(
-    step: Annotated[str, typer.Option("--step", help="The step number or identifier (0, 1, S0, S1...).")],
-    agent: Annotated[str, typer.Option("--agent", help="The agent that ran the step.")],
-    status: Annotated[str, typer.Option("--status", help="completed, in_progress or pending.")],
-    input: Annotated[str, typer.Option("--input", help="Summary of the input the agent received (@FILE, - stdin).")],
-    output: Annotated[str, typer.Option("--output", help="The agent's output: JSON, text, a reference (@FILE, -).")],
-    file: File = None,
-    reasoning_trace: Annotated[
-        str, typer.Option("--reasoning-trace", help="The agent's reasoning before its answer (@FILE, -).")
-    ] = "",
-    total: Annotated[str, typer.Option("--total", help="Number of steps, for 'Step N of M'.")] = "",
-    metrics: Annotated[str, typer.Option("--metrics", help='A JSON object, e.g. {"tokens": 1200}.')] = "",
-    record: Annotated[
-        bool, typer.Option("--record", help="Also record a claim 'Step N by A: status' scoped to the session file.")
-    ] = False,
-) -> None:
-    """Append a step's block (a delta re-audit if the step has one); print where it went."""
-    from docket_git.sessions import files
-
-    stdin: list[bool] = []
-    texts = {
-        "input": _text("--input", input, stdin),
-        "output": _text("--output", output, stdin),
-        "trace": _text("--reasoning-trace", reasoning_trace, stdin) if reasoning_trace else "",
-        "metrics": _text("--metrics", metrics, stdin) if metrics else "",
-    }
-    path = files.resolve_file(_cwd(), file)
-    ledger = None
-    if record:
-        ledger = _claim(path, f"Step {step} by {agent}: {status}", "", dry_run=True)
-    written = files.write(path, step=step, agent=agent, status=status, total=total, **texts)
-    kind = "re-audit" if written.reaudit else "block"
-    typer.echo(f"{written.path}:{written.line}: Step {written.step} {kind}")
-    if ledger is not None:
-        text = f"Step {step} by {agent}: {status}" + (" (re-audit)" if written.reaudit else "")
-        _claim(path, text, f"{written.line}", dry_run=False)
-
-
-def _claim(session: Path, text: str, line: str, *, dry_run: bool) -> Path:
-    """Record (or, dry_run, check that docket can record) the claim that summarises a written step."""
-    from docket_git.ledger import recording, store
-
-    ledger = store.locate(_cwd())
-    root = ledger.parent.parent
-    scope = recording.normalize_scope(str(session.resolve()), root)
-    fields: dict = {"scope": [scope], "rationale": "Recorded by 'docket session write --record'."}
-    if line:
-        fields["evidence"] = [{"ref": f"{scope}:{line}"}]
-    draft = recording.draft("claim", text, fields, recording.provenance(ledger))
-    records = store.append(ledger, [draft], dry_run=dry_run)
-    if not dry_run:
-        typer.echo(f"{records[0]['id']}  {records[0]['state']}  {records[0]['text']}")
-    return ledger
+session_fast.register(session_app)  # write: declared once, also run without Typer (entry.py)
 
 
 @session_app.command("show")

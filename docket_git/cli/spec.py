@@ -168,4 +168,4 @@ class Command:
         command.__annotations__ = annotations
         command.__name__ = self.name.replace("-", "_")
         command.__doc__ = self.help
-        app.command(self.name, rich_help_panel=self.panel)(command)
+        app.command(self.name, rich_help_panel=self.panel or None)(command)  # "": a sub-app's command

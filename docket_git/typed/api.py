@@ -128,11 +128,14 @@ def append(root: Path, ledger: Ledger, operations: list[object], *, txn: str | N
         _ensure(root, ledger)
         conn = db.writer(dbp)
         try:
-            results, payload = _stage(conn, ledger, checked, txn)
+            torn = _torn(path)
+            (count,) = conn.execute("SELECT count FROM _lines").fetchone()
+            results, payload = _stage(conn, ledger, checked, txn, count + torn + 1)
             if not payload:
                 conn.execute("ROLLBACK")
                 return results
-            _write(path, payload)
+            conn.execute("UPDATE _lines SET count = ?", (count + torn + payload.count(b"\n"),))
+            _write(path, b"\n" + payload if torn else payload)
             db.stamp(conn, path, _fingerprint(ledger), None)
             conn.execute("COMMIT")
         except BaseException:
@@ -144,10 +147,18 @@ def append(root: Path, ledger: Ledger, operations: list[object], *, txn: str | N
     return results
 
 
-def _stage(conn: sqlite3.Connection, ledger: Ledger, checked: list[dict], txn: str) -> tuple[list, bytes]:
+def _stage(
+    conn: sqlite3.Connection, ledger: Ledger, checked: list[dict], txn: str, first_line: int
+) -> tuple[list, bytes]:
     results: list[tuple[str, bool]] = []
     lines: list[bytes] = []
     parents = replay.heads(conn)
+    if len(parents) > envelope.MAX_PARENTS:
+        raise OperationError(
+            f"ledger '{ledger.name}' has {len(parents)} heads, more than the {envelope.MAX_PARENTS} parents a "
+            f"record may name, so a new record cannot follow them all; nothing was written (see 'Parents' in "
+            f"docs/typed-ledgers.md)"
+        )
     for i, op in enumerate(checked):
         rid = envelope.record_id(txn, i)
         rtype = op["operation"] if ledger.type else "record"
@@ -161,6 +172,7 @@ def _stage(conn: sqlite3.Connection, ledger: Ledger, checked: list[dict], txn: s
                 f"with other content; use a new transaction ID; nothing was written"
             )
         record, raw = envelope.seal(rid, rtype, envelope.now(), parents, op)
+        record.line = first_line + len(lines)
         try:
             replay.apply_new(conn, ledger, record)
         except ops.OpError as exc:
@@ -172,16 +184,23 @@ def _stage(conn: sqlite3.Connection, ledger: Ledger, checked: list[dict], txn: s
     return results, b"".join(lines)
 
 
+def _torn(path: Path) -> bool:
+    """The file ends in a torn line (a crash mid-write): an append first ends that line, so it stays a
+    diagnostic of its own rather than swallowing the new record."""
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            if not size:
+                return False
+            handle.seek(size - 1)
+            return handle.read(1) != b"\n"
+    except FileNotFoundError:
+        return False
+
+
 def _write(path: Path, payload: bytes) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     try:
-        size = os.fstat(fd).st_size
-        if size:
-            # A torn last line (a crash mid-write) stays a diagnostic of its own rather than swallowing ours.
-            with open(path, "rb") as handle:
-                handle.seek(size - 1)
-                if handle.read(1) != b"\n":
-                    payload = b"\n" + payload
         view = memoryview(payload)
         while view:
             view = view[os.write(fd, view) :]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import json.scanner
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,10 +22,13 @@ from datetime import UTC, datetime
 from docket_git.typed import canonical
 
 VERSION = 1
-ID = re.compile(r"^ldg-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
-SHA = re.compile(r"^sha256:[0-9a-f]{64}$")
-TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
-TYPE = re.compile(r"^[^\x00-\x1f\x7f]{1,128}$")
+#: A record names at most this many parents (the heads it was written on). Real histories have a
+#: handful; the cap bounds a line's size and replay's work per record against a crafted file.
+MAX_PARENTS = 1024
+ID = re.compile(r"ldg-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+SHA = re.compile(r"sha256:[0-9a-f]{64}")
+TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
+TYPE = re.compile(r"[^\x00-\x1f\x7f]{1,128}")
 FIELDS = frozenset({"version", "id", "type", "timestamp", "parents", "payload", "sha"})
 
 
@@ -112,8 +116,12 @@ _DECODER = json.JSONDecoder(
 )
 
 
-def parse_line(raw: bytes, number: int) -> Record | Diagnostic:
-    """The record on one line (without its newline), or the diagnostic saying why it is not one."""
+def parse_line_reference(raw: bytes, number: int) -> Record | Diagnostic:
+    """The record on one line (without its newline), or the diagnostic saying why it is not one.
+
+    The definition: decode the line, check every field, re-encode it canonically and compare, hash it.
+    ``parse_line`` gives the same answer faster and falls back to this whenever a line is unusual.
+    """
     unusual = _UNUSUAL
     unusual.clear()
     try:
@@ -161,40 +169,158 @@ def parse_line(raw: bytes, number: int) -> Record | Diagnostic:
     )  # fmt: skip
 
 
+_HEX = rb'"sha256:[0-9a-f]{64}"'
+#: Everything before the payload, in the one canonical form a record can have (keys in code point order).
+_HEAD = re.compile(
+    rb'\{"id":"(ldg-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12})",'
+    rb'"parents":\[((?:' + _HEX + rb"(?:," + _HEX + rb')*)?)\],"payload":'
+)
+#: Everything after it: a type that needs no JSON escape (other types take the reference path).
+_TAIL = re.compile(
+    rb',"sha":"(sha256:[0-9a-f]{64})","timestamp":"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}'
+    rb'\.[0-9]{3}Z)","type":"([^"\\\x00-\x1f\x7f]{1,128})","version":1\}'
+)
+_SHA_FIELD = b',"sha":"sha256:'
+#: 16 digits in a row: possibly an integer beyond the safe range (or just a long digit string): reference path.
+_LONG_DIGITS = re.compile(r"[0-9]{16}")
+_FLOATS: list[str] = []
+_SCAN = json.scanner.make_scanner(
+    json.JSONDecoder(parse_float=lambda s: _FLOATS.append(s) or float(s), parse_constant=_reject_constant)
+)
+_ENCODE = canonical.dumps_trusted
+
+
+def parse_line(raw: bytes, number: int) -> Record | Diagnostic:
+    """``parse_line_reference``'s answer for one line, in one pass over its bytes for a usual record.
+
+    A line is a record iff it is its own canonical encoding with a matching hash. The envelope has
+    one canonical form, matched on the bytes; only the payload is decoded and re-encoded; the hash
+    is taken over the line's bytes without the sha field. Anything unusual (a float, a long digit
+    run, deep nesting, an escaped type, any mismatch at all) goes to the reference, so the two
+    agree on every line (``tests/test_typed_replay.py`` checks it).
+    """
+    found = _usual(raw, number)
+    if found is not None and _canonical_payload(found):
+        return found
+    return parse_line_reference(raw, number)
+
+
+def parse_lines(lines: list[tuple[int, bytes]]) -> list[Record | Diagnostic]:
+    """``parse_line`` of every (number, line), with one re-encoding of all the usual payloads at once.
+
+    Each usual payload text is exactly one JSON value, and no JSON value is a proper prefix of
+    another followed by "," or "]", so the joined texts equal the encoding of the list of payloads
+    iff each text equals its payload's encoding.
+    """
+    found = [_usual(raw, number) for number, raw in lines]
+    usual = [r for r in found if r is not None]
+    joined = "[" + ",".join([r.payload_text for r in usual]) + "]"
+    if _long_digits(joined) or _ENCODE([r.payload for r in usual]) != joined:
+        found = [r if r is not None and _canonical_payload(r) else None for r in found]
+    return [
+        r if r is not None else parse_line_reference(raw, number) for r, (number, raw) in zip(found, lines, strict=True)
+    ]
+
+
+def _canonical_payload(record: Record) -> bool:
+    """The usual record's payload text is its canonical encoding (without a possibly unsafe integer)."""
+    return not _LONG_DIGITS.search(record.payload_text) and _ENCODE(record.payload) == record.payload_text
+
+
+#: Digits to "0", every other byte to "x": a run of 16 zeros is a run of 16 digits.
+_DIGITS_ZERO = bytes(0x30 if 0x30 <= b <= 0x39 else 0x78 for b in range(256))
+
+
+def _long_digits(text: str) -> bool:
+    """Somewhere in text are 16 digits in a row (fast over megabytes, unlike the regex)."""
+    return b"0" * 16 in text.encode("utf-8").translate(_DIGITS_ZERO)
+
+
+#: Record types seen, so that 100k records of a few types hold a few strings.
+_TYPES: dict[str, str] = {}
+
+
+def _usual(raw: bytes, number: int) -> Record | None:
+    """The record on a usual line, checked except for the payload's canonical form; None: ask the reference."""
+    head = _HEAD.match(raw)
+    if head is None:
+        return None
+    cut = raw.rfind(_SHA_FIELD)
+    if cut <= head.end() or _TAIL.fullmatch(raw, cut) is None:
+        return None
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    # The envelope's fields sit at fixed offsets from the line's start and from the sha field (the
+    # patterns fix their widths). Before the payload the line is ASCII, so offsets there are the same
+    # in bytes and characters; from the sha field on they count from its position in characters.
+    at = cut if len(line) == len(raw) else line.rfind(',"sha":"sha256:')
+    text = line[head.end() : at]
+    if text.count("[") + text.count("{") > canonical.MAX_DEPTH - 2:
+        return None
+    _FLOATS.clear()
+    try:
+        payload, end = _SCAN(text, 0)
+    except (StopIteration, ValueError):
+        return None
+    if end != len(text) or _FLOATS:
+        return None
+    sha = line[at + 8 : at + 79]
+    digest = hashlib.sha256(raw[:cut])
+    digest.update(raw[cut + 80 :])
+    if "sha256:" + digest.hexdigest() != sha:
+        return None
+    listed = line[60 : head.end() - 12]
+    if not listed:
+        parents: tuple[str, ...] = ()
+    elif len(listed) == 73:
+        parents = (listed[1:72],)
+    else:
+        parents = tuple(listed[1:-1].split('","'))
+        if len(parents) > MAX_PARENTS or any(a >= b for a, b in itertools.pairwise(parents)):
+            return None
+    rtype = line[at + 128 : -14]
+    rtype = _TYPES.setdefault(rtype, rtype)
+    return Record(sha, line[7:47], rtype, line[at + 94 : at + 118], parents, payload, text, number, raw)
+
+
 def _envelope_fault(data: dict) -> str | None:
-    if not isinstance(data["id"], str) or not ID.match(data["id"]):
+    if not isinstance(data["id"], str) or not ID.fullmatch(data["id"]):
         return "id must be ldg- and a UUIDv4-shaped hex digest"
-    if not isinstance(data["type"], str) or not TYPE.match(data["type"]):
+    if not isinstance(data["type"], str) or not TYPE.fullmatch(data["type"]):
         return "type must be 1 to 128 characters without control characters"
-    if not isinstance(data["timestamp"], str) or not TIMESTAMP.match(data["timestamp"]):
+    if not isinstance(data["timestamp"], str) or not TIMESTAMP.fullmatch(data["timestamp"]):
         return "timestamp must be UTC with milliseconds, e.g. 2026-01-01T00:00:00.000Z"
     parents = data["parents"]
-    if type(parents) is not list or not all(type(p) is str and SHA.match(p) for p in parents):
+    if type(parents) is not list or not all(type(p) is str and SHA.fullmatch(p) for p in parents):
         return "parents must be a list of sha256:<64 hex> digests"
+    if len(parents) > MAX_PARENTS:
+        return f"a record names at most {MAX_PARENTS} parents, this one {len(parents)}"
     if any(a >= b for a, b in itertools.pairwise(parents)):
         return "parents must be unique and sorted"
-    if not isinstance(data["sha"], str) or not SHA.match(data["sha"]):
+    if not isinstance(data["sha"], str) or not SHA.fullmatch(data["sha"]):
         return "sha must be sha256:<64 hex>"
     return None
 
 
 def split_lines(data: bytes) -> list[tuple[int, bytes]]:
     """(1-based line number, bytes) of every nonblank line; a torn last line is included."""
-    out = []
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        if raw.strip():
-            out.append((number, raw))
-    return out
+    return [(number, raw) for number, raw in enumerate(data.split(b"\n"), start=1) if raw and not raw.isspace()]
 
 
 def read(data: bytes) -> tuple[list[Record], list[Diagnostic]]:
     """Every valid record of a ledger file (duplicates and conflicting IDs resolved) and the diagnostics."""
+    lines = split_lines(data)
+    parsed = parse_lines(lines)
+    valid = [r for r in parsed if type(r) is Record]
+    if len(valid) == len(parsed) and len({r.sha for r in valid}) == len(valid) == len({r.id for r in valid}):
+        return valid, []  # the usual file: every line a record, no duplicates (what the loop below finds too)
     records: dict[str, Record] = {}
     by_id: dict[str, Record] = {}
     diagnostics: list[Diagnostic] = []
-    torn = len(data.split(b"\n")) if data and not data.endswith(b"\n") else None
-    for number, raw in split_lines(data):
-        found = parse_line(raw, number)
+    torn = data.count(b"\n") + 1 if data and not data.endswith(b"\n") else None
+    for (number, _), found in zip(lines, parsed, strict=True):
         if isinstance(found, Diagnostic):
             if number == torn:
                 found = Diagnostic("truncated-record", number, found.id, "the last line has no newline (a torn write)")
@@ -228,25 +354,50 @@ def order(records: list[Record]) -> tuple[list[Record], list[Diagnostic], list[s
 
     The order is layered Kahn: a record's layer is the longest path from a
     root (parents absent from the ledger count as done), SHA-256 order within
-    a layer. Rounds are found with in-degree counts, so the cost is O(n log n), not O(n·depth).
+    a layer. When every record comes after its parents in the list (as appends
+    write them), one pass gives each record's layer and a sort by (layer, sha)
+    is the order; otherwise rounds are found with in-degree counts. O(n log n) either way.
     """
     present = {r.sha: r for r in records}
-    children: dict[str, list[str]] = {}
-    waiting: dict[str, int] = {}
     diagnostics: list[Diagnostic] = []
     referenced: set[str] = set()
+    layer: dict[str, int] = {}
+    forward = True  # every present parent seen before its child so far
+    for r in records:
+        depth = 0
+        for p in r.parents:
+            d = layer.get(p)
+            if d is not None:
+                if d >= depth:
+                    depth = d + 1
+            elif p in present:
+                forward = False
+            else:
+                diagnostics.append(Diagnostic("missing-parent", r.line, r.id, f"parent {p} is not in the ledger"))
+        referenced.update(r.parents)
+        layer[r.sha] = depth
+    if forward:
+        keyed = sorted([(layer[r.sha], r.sha) for r in records])
+        ordered = [present[sha] for _, sha in keyed]
+        heads = sorted(present.keys() - referenced)
+    else:
+        ordered = _rounds(records, present, diagnostics)
+        heads = sorted({r.sha for r in ordered} - referenced)
+    return ordered, diagnostics, heads
+
+
+def _rounds(records: list[Record], present: dict[str, Record], diagnostics: list[Diagnostic]) -> list[Record]:
+    """Kahn in rounds: a record becomes ready in the round after its last parent, so its round is its
+    layer (the longest path from a root), and each round sorted by sha is that layer in canonical order."""
+    children: dict[str, list[str]] = {}
+    waiting: dict[str, int] = {}
     for r in records:
         count = 0
         for p in r.parents:
-            referenced.add(p)
             if p in present:
                 children.setdefault(p, []).append(r.sha)
                 count += 1
-            else:
-                diagnostics.append(Diagnostic("missing-parent", r.line, r.id, f"parent {p} is not in the ledger"))
         waiting[r.sha] = count
-    # Kahn in rounds: a record becomes ready in the round after its last parent, so its round is its
-    # layer (the longest path from a root), and each round sorted by sha is that layer in canonical order.
     ordered: list[Record] = []
     ready = sorted(s for s, n in waiting.items() if n == 0)
     while ready:
@@ -262,5 +413,4 @@ def order(records: list[Record]) -> tuple[list[Record], list[Diagnostic], list[s
     for r in records:
         if waiting[r.sha] > 0:
             diagnostics.append(Diagnostic("cycle", r.line, r.id, "the record's parents form a cycle; skipped"))
-    heads = sorted(r.sha for r in ordered if r.sha not in referenced)
-    return ordered, diagnostics, heads
+    return ordered

@@ -29,6 +29,11 @@ OPERATIONS: dict[str, dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
     "counter": {"increment": (("name", "amount"), ()), "decrement": (("name", "amount"), ())},
     "notes": {"note": (("subject", "note", "reason", "citations"), ()), "vote": (("note_id", "vote"), ("reason",))},
 }
+#: Every field an operation may hold, "operation" included.
+_FIELDS = {
+    kind: {name: frozenset({"operation", *req, *opt}) for name, (req, opt) in table.items()}
+    for kind, table in OPERATIONS.items()
+}
 SUBJECT_MAX, NOTE_MAX, REASON_MAX, CITATIONS_MAX, NOTE_ID_MAX = 512, 4096, 1024, 32, 128
 CITATION_FIELDS = frozenset({"type", "path", "start_line", "end_line", "commit", "content_sha256"})
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
@@ -133,6 +138,9 @@ def compile_schema(schema: object) -> Callable[[object], bool]:
         tests.append(lambda v: type(v) is not list or all(items(x) for x in v))
     if len(tests) == 1:
         return tests[0]
+    if len(tests) == 2:
+        first, second = tests
+        return lambda v: first(v) and second(v)
     return lambda v: all(t(v) for t in tests)
 
 
@@ -196,21 +204,21 @@ def validate(ledger: Ledger, op: object, *, trusted: bool = False) -> dict:
             canonical.check(op, "operation", depth=1)  # depth 1: the operation is a record's payload
         except canonical.NotCanonical as exc:
             raise OpError(str(exc)) from None
-    if ledger.type is None:
+    kind = ledger.type
+    if kind is None:
         _schema_check(ledger, op, "record")
         return op
     name = op.get("operation")
-    allowed = OPERATIONS[ledger.type]
+    allowed = OPERATIONS[kind]
     if name not in allowed:
         raise OpError(f"operation must be one of {', '.join(allowed)} for a {ledger.type} ledger, not {name!r}")
     required, optional = allowed[name]
     for field in required:
         if field not in op:
             raise OpError(f"{name} needs the field '{field}'")
-    extra = sorted(set(op) - {"operation", *required, *optional})
-    if extra:
+    if not op.keys() <= _FIELDS[kind][name]:
+        extra = sorted(set(op) - _FIELDS[kind][name])
         raise OpError(f"unknown field '{extra[0]}' for {name}; it takes {', '.join(required + optional)}")
-    kind = ledger.type
     if kind in ("log", "set") or (kind == "map" and name == "put"):
         _schema_check(ledger, op["value"], "value")
     if kind == "map" and not isinstance(op["key"], str):

@@ -1,0 +1,126 @@
+"""``docket ledger append`` and ``docket ledger query``, declared once for Typer and the light parser.
+
+Scripts and agents append to and query typed ledgers in loops, and starting
+Typer (click, pydantic) costs each call more than the work. So ``entry.py``
+hands a plain invocation to ``fast_main`` before Typer is imported; anything
+the light parser does not take for certain (``--help``, an unknown option)
+goes to the Typer command ``cli/ledger.py`` builds from the same declaration,
+which calls the same executor.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from docket_git.cli.spec import Arg, Command, Opt
+from docket_git.errors import UsageError, guarded
+
+TXN = Opt(
+    "--txn",
+    "txn",
+    "Transaction ID: record IDs derive from it, so retrying the same write is a no-op.",
+    "ID",
+    default=None,
+)
+APPEND = Command(
+    "append",
+    "Append one operation (or '-': JSONL operations on stdin, all or nothing); prints each record ID.",
+    "",
+    (
+        Arg("name", "The ledger, as declared in .docket/config.toml.", "NAME"),
+        Arg(
+            "operation",
+            'A JSON object, e.g. \'{"operation": "put", "key": "k", "value": 1}\', or - for JSONL.',
+            "OPERATION",
+        ),
+    ),
+    (TXN,),
+)
+QUERY = Command(
+    "query",
+    "Run read-only SQL on the ledger's SQLite projection (tables: records, state, notes, ...).",
+    "",
+    (Arg("name", "The ledger.", "NAME"), Arg("sql", "One read-only SQL statement.", "SQL")),
+    (Opt("--json", "as_json", "Rows as a JSON list of objects.", bare=True),),
+)
+COMMANDS = {"append": APPEND, "query": QUERY}
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def json_arg(text: str, what: str) -> object:
+    """A JSON argument, or a usage error that shows how to quote one."""
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except ValueError as exc:
+        raise UsageError(
+            f'{what} is not JSON ({exc}); quote it, e.g. \'{{"operation": "append", "value": 1}}\''
+        ) from None
+
+
+def resolve(name: str | None, ltype: str | None = None) -> tuple[Path, Any]:
+    """The repository root and the declared ledger called name (or the only one of ltype)."""
+    from docket_git.typed import api
+
+    root = api.repo_root(Path.cwd())
+    return root, api.resolve(root, name, ltype)
+
+
+def write(name: str | None, ltype: str | None, operations: list[object], txn: str | None) -> None:
+    """Append operations to a ledger and print each record's ID."""
+    from docket_git.typed import api
+
+    root, ledger = resolve(name, ltype)
+    out = sys.stdout
+    for rid, new in api.append(root, ledger, operations, txn=txn):
+        out.write(f"{rid}\n" if new else f"{rid} (already recorded)\n")
+    out.flush()
+
+
+def run_append(values: dict[str, Any]) -> None:
+    """``docket ledger append NAME OPERATION|- [--txn ID]``."""
+    operation = values["operation"]
+    if operation == "-":
+        ops = []
+        for number, line in enumerate(sys.stdin.read().splitlines(), start=1):
+            if line.strip():
+                ops.append(json_arg(line, f"stdin line {number}"))
+        if not ops:
+            raise UsageError("no operations on stdin")
+    else:
+        ops = [json_arg(operation, "OPERATION")]
+    write(values["name"], None, ops, values["txn"])
+
+
+def run_query(values: dict[str, Any]) -> None:
+    """``docket ledger query NAME SQL [--json]``."""
+    from docket_git.typed import api
+
+    root, ledger = resolve(values["name"])
+    columns, rows = api.query(root, ledger, values["sql"])
+    as_json, out = values["as_json"], sys.stdout
+    if ledger.type == "notes":
+        print(f"# {api.UNTRUSTED}", file=sys.stderr if as_json else out)
+    if as_json:
+        out.write(json.dumps([dict(zip(columns, row, strict=True)) for row in rows], ensure_ascii=False) + "\n")
+    else:
+        out.write("\t".join(columns) + "\n")
+        for row in rows:
+            out.write("\t".join("NULL" if v is None else str(v) for v in row) + "\n")
+    out.flush()
+
+
+RUN = {"append": run_append, "query": run_query}
+
+
+def fast_main(sub: str, args: list[str]) -> int | None:
+    """Run ``docket ledger SUB ARGS`` when the light parser takes them; None to hand them to Typer."""
+    values = COMMANDS[sub].parse(args)
+    if values is None:
+        return None
+    return guarded(lambda: RUN[sub](values))
