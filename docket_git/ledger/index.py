@@ -566,22 +566,63 @@ def opened(ledger: Path) -> Iterator[Index]:
 
 def derived_for(conn: sqlite3.Connection, ids: list[str]) -> project.Derived:
     """The projection facts (retired_by, blocked_by, resolved_by) of these records, read from the index."""
+    wanted = set(ids)
     derived = project.Derived()
-    if not ids:
-        return derived
-    conn.execute("CREATE TEMP TABLE IF NOT EXISTS wanted (id TEXT PRIMARY KEY)")
-    conn.execute("DELETE FROM wanted")
-    conn.executemany("INSERT OR IGNORE INTO wanted VALUES (?)", ((i,) for i in ids))
-    for rid, by in conn.execute("SELECT id, retired_by FROM records WHERE retired_by != '' AND id IN wanted"):
-        derived.retired_by[rid] = by
-    for rid in conn.execute("SELECT id FROM records WHERE kind = 'decision' AND id IN wanted"):
-        derived.blocked[rid[0]] = []
-    for rid, blocker in conn.execute(
-        "SELECT decision, blocker FROM blocked_by WHERE decision IN wanted ORDER BY decision, position"
-    ):
-        derived.blocked[rid].append(blocker)
-    for question, resolver in conn.execute(
-        "SELECT question, resolver FROM resolved_by WHERE question IN wanted ORDER BY question, position"
-    ):
-        derived.resolved_by.setdefault(question, []).append(resolver)
+    for rid, by in conn.execute("SELECT id, retired_by FROM records WHERE retired_by != ''"):
+        if rid in wanted:
+            derived.retired_by[rid] = by
+    for rid in ids:
+        if rid[0] == "d":
+            derived.blocked[rid] = []
+    for rid, blocker in conn.execute("SELECT decision, blocker FROM blocked_by ORDER BY rowid"):
+        if rid in wanted:
+            derived.blocked[rid].append(blocker)
+    for question, resolver in conn.execute("SELECT question, resolver FROM resolved_by ORDER BY rowid"):
+        if question in wanted:
+            derived.resolved_by.setdefault(question, []).append(resolver)
     return derived
+
+
+def records_of(ix: Index, ids: list[str]) -> list[dict]:
+    """The full records with these IDs (decoded from their ledger lines in one go), in the order given.
+
+    The lines are read from the ledger the index was just proven against; if
+    the file changed in between, the index is brought current again first.
+    """
+    if not ids:
+        return []
+    for _ in range(3):
+        data = _ledger_bytes(ix.ledger)
+        meta = _meta(ix.conn)
+        length = meta.get("length", 0)
+        if len(data) >= length and _tail_digest(data, length) == meta.get("tail_digest"):
+            break
+        fresh = open_index(ix.ledger)  # changed under us: prove (and update) again
+        ix.conn.close()
+        ix.conn, ix.path = fresh.conn, fresh.path
+    else:
+        raise store.LedgerError(f"{ix.ledger} keeps changing while it is read; try again")
+    spans = dict(
+        (
+            (rid, (offset, size))
+            for rid, offset, size in ix.conn.execute("SELECT id, line_offset, line_length FROM records")
+        )
+        if len(ids) > 64
+        else (
+            (rid, row)
+            for rid in ids
+            for row in ix.conn.execute("SELECT line_offset, line_length FROM records WHERE id = ?", (rid,))
+        )
+    )
+    view = memoryview(data)
+    chunks = [view[o : o + n] for o, n in (spans[rid] for rid in ids)]
+    return json.loads(b"[" + b",".join(chunks) + b"]")
+
+
+def _ledger_bytes(ledger: Path) -> bytes:
+    """The ledger's bytes as readers see them (under its shared lock; "" when it is gone)."""
+    try:
+        with store.locked(ledger, exclusive=False) as fd:
+            return store.current_bytes(ledger, fd)
+    except FileNotFoundError:
+        return b""
