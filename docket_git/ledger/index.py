@@ -283,9 +283,10 @@ def update(conn: sqlite3.Connection, ledger: Path) -> str:
         meta = _meta(conn)
         same_ledger = meta.get("ledger") == str(ledger.resolve())
         shared, kept = _shared_prefix(conn, data, length) if same_ledger else (0, 0)
+        decoded = (snap.tail_from, snap.tail, snap.tail_ends)
         conn.execute("BEGIN IMMEDIATE")
         try:
-            how = _apply(conn, data, shared, kept, length)
+            how = _apply(conn, data, shared, kept, length, decoded)
             _write_meta(conn, ledger, stat, data, length)
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('indexed_from', ?)", (kept,))
             conn.execute("COMMIT")
@@ -335,10 +336,21 @@ def _write_meta(conn: sqlite3.Connection, ledger: Path, stat: tuple, data: bytes
     conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", values.items())
 
 
-def _apply(conn: sqlite3.Connection, data: bytes, shared: int, kept: int, length: int) -> str:
-    """Replace the records past the first ``kept`` (bytes from ``shared`` on) with the ledger's lines."""
+def _apply(
+    conn: sqlite3.Connection, data: bytes, shared: int, kept: int, length: int, decoded: tuple = (0, [], [])
+) -> str:
+    """Replace the records past the first ``kept`` (bytes from ``shared`` on) with the ledger's lines.
+
+    ``decoded`` is (offset, records, ends) that validation already decoded; the
+    records past ``shared`` are taken from it rather than decoded again.
+    """
     lines, ends = jsonl.whole_lines(data, shared, length)
-    new = json.loads(b"[" + b",".join(lines) + b"]") if lines else []  # validated lines
+    start, tail, tail_ends = decoded
+    skip = len(tail_ends) - len(ends)
+    if start <= shared and skip >= 0 and tail_ends[skip:] == ends:
+        new = tail[skip:]
+    else:
+        new = json.loads(b"[" + b",".join(lines) + b"]") if lines else []  # validated lines
     total = conn.execute("SELECT count(*) FROM records").fetchone()[0]
     appended_only = total == kept
     if kept < total:
@@ -423,10 +435,14 @@ def _record_row(seq: int, record: dict, view: dict, offset: int, end: int, line:
         offset,
         len(line),
         hashlib.sha256(line).hexdigest(),
-        json.dumps(record.get("supersedes") or []),
-        json.dumps(record.get("depends_on") or []),
-        json.dumps(record.get("answers") or []),
+        _ids(record.get("supersedes")),
+        _ids(record.get("depends_on")),
+        _ids(record.get("answers")),
     )
+
+
+def _ids(values: list[str] | None) -> str:
+    return json.dumps(values) if values else "[]"
 
 
 def _owned_rows(record: dict) -> tuple[list[tuple], list[tuple]]:
@@ -591,17 +607,7 @@ def records_of(ix: Index, ids: list[str]) -> list[dict]:
     """
     if not ids:
         return []
-    for _ in range(3):
-        data = _ledger_bytes(ix.ledger)
-        meta = _meta(ix.conn)
-        length = meta.get("length", 0)
-        if len(data) >= length and _tail_digest(data, length) == meta.get("tail_digest"):
-            break
-        fresh = open_index(ix.ledger)  # changed under us: prove (and update) again
-        ix.conn.close()
-        ix.conn, ix.path = fresh.conn, fresh.path
-    else:
-        raise store.LedgerError(f"{ix.ledger} keeps changing while it is read; try again")
+    data = ledger_bytes(ix)
     spans = dict(
         (
             (rid, (offset, size))
@@ -617,6 +623,30 @@ def records_of(ix: Index, ids: list[str]) -> list[dict]:
     view = memoryview(data)
     chunks = [view[o : o + n] for o, n in (spans[rid] for rid in ids)]
     return json.loads(b"[" + b",".join(chunks) + b"]")
+
+
+def ledger_bytes(ix: Index) -> bytes:
+    """The ledger's bytes, checked to be the ones the index holds (brought current again if they changed)."""
+    for _ in range(3):
+        data = _ledger_bytes(ix.ledger)
+        meta = _meta(ix.conn)
+        length = meta.get("length", 0)
+        if len(data) >= length and _tail_digest(data, length) == meta.get("tail_digest"):
+            return data
+        fresh = open_index(ix.ledger)  # changed under us: prove (and update) again
+        ix.conn.close()
+        ix.conn, ix.path = fresh.conn, fresh.path
+    raise store.LedgerError(f"{ix.ledger} keeps changing while it is read; try again")
+
+
+def texts(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict]:
+    """Record ID -> {"text": ...} for the IDs the index holds (labels for cited records)."""
+    out: dict[str, dict] = {}
+    for rid in dict.fromkeys(ids):
+        row = conn.execute("SELECT text FROM records WHERE id = ?", (rid,)).fetchone()
+        if row is not None:
+            out[rid] = {"text": row[0]}
+    return out
 
 
 def _ledger_bytes(ledger: Path) -> bytes:
