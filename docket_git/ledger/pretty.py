@@ -68,12 +68,22 @@ def encode(value: object, level: int = 0) -> str:
         if not value:
             return "[]"
         inner = _indent(level + 1)
-        return "[" + inner + ("," + inner).join([encode(item, level + 1) for item in value]) + _indent(level) + "]"
+        if all(type(item) is str for item in value):  # ID lists, scopes, alternatives: C escaping only
+            items = map(encode_basestring, value)
+        else:
+            items = [encode(item, level + 1) for item in value]
+        return "[" + inner + ("," + inner).join(items) + _indent(level) + "]"
     if kind is dict:
         if not value:
             return "{}"
         inner = _indent(level + 1)
-        parts = [_key(k) + ": " + encode(v, level + 1) for k, v in value.items()]
+        deeper = level + 1
+        parts = [
+            (encode_basestring(k) if type(k) is str else _key(k))
+            + ": "
+            + (encode_basestring(v) if type(v) is str else encode(v, deeper))
+            for k, v in value.items()
+        ]
         return "{" + inner + ("," + inner).join(parts) + _indent(level) + "}"
     if kind is float:
         return _float(value)
