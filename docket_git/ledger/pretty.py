@@ -34,20 +34,11 @@ def _float(value: float) -> str:
 
 
 def _key(key: object) -> str:
-    if type(key) is str:
-        return encode_basestring(key)
-    if key is True:
-        return '"true"'
-    if key is False:
-        return '"false"'
-    if key is None:
-        return '"null"'
-    if isinstance(key, int):
-        return '"' + int.__repr__(key) + '"'
-    if isinstance(key, float):
-        return '"' + _float(key) + '"'
+    """A dict key as json.dumps writes it: strings escaped, numbers, booleans and null quoted."""
     if isinstance(key, str):
         return encode_basestring(key)
+    if key is None or isinstance(key, int | float):
+        return '"' + encode(key) + '"'
     raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
 
 
