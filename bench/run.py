@@ -107,6 +107,19 @@ CASES: dict[str, Case] = {
         '"*** Begin Patch\\n*** Update File: src/billing/cache.py\\n@@\\n-a\\n+b\\n*** End Patch\\n"}, '
         '"cwd": "{cwd}"}',
     ),
+    "sql-count": Case(["sql", "select count(*) from records"], "docket sql: prove the index current, one count"),
+    "sql-after-append": Case(
+        ["sql", "select count(*) from records"],
+        "docket sql after another session appended a record: the index takes in one line",
+        prepare=lambda repo: None,
+        before=APPEND,
+    ),
+    "list-where": Case(
+        ["list", "--where", "kind:decision scope:src/billing/cache.py -is:blocked cache", "--json"],
+        "list --where: fields, scope coverage and a word compiled to SQL over the index",
+    ),
+    "list-json": Case(["list", "--json"], "every current record as indent-2 JSON, streamed"),
+    "show": Case(["show", "{first}", "--json"], "one record by ID"),
     "append": Case(
         ["claim", "A benchmark premise", "--scope", "src/bench.py", "--rationale", "timing", "--cost", "none"],
         "one append: lock, validate the new line against the cached index, fsync",

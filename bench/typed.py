@@ -96,7 +96,8 @@ def main() -> None:
         generate(ledger_path, args.ops)
         size = ledger_path.stat().st_size
 
-        from docket_git.typed import api, db
+        from docket_git.ledger import db
+        from docket_git.typed import api
 
         ledger = api.resolve(repo, "findings")
         dbp = api.database(repo, ledger)

@@ -88,6 +88,12 @@ def main(argv: list[str] | None = None) -> None:
         code = session_main(args[2:])
         if code is not None:
             _exit_now(code)
+    if args[:1] == ["sql"]:
+        from docket_git.cli.sql import fast_main as sql_main
+
+        code = sql_main(args[1:])
+        if code is not None:
+            _exit_now(code)
     if args == ["--version"]:
         from docket_git import __version__
 

@@ -226,7 +226,7 @@ def test_compiled_schema_never_accepts_what_jsonschema_rejects(schema, value):
 
 
 def test_a_grown_file_extends_the_projection_and_a_rewrite_rebuilds_it(tmp_path, monkeypatch):
-    from docket_git.typed import db
+    from docket_git.ledger import db
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     (tmp_path / ".git").mkdir()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -13,6 +13,9 @@ from docket_git.cli.app import app
 from docket_git.cli.common import fail, ledger_path, read_snapshot, usage
 from docket_git.graph import export as exporters
 from docket_git.graph import projection
+
+if TYPE_CHECKING:
+    from docket_git.context.where import Query
 
 
 def _write(path: Path, text: str) -> None:
@@ -106,16 +109,26 @@ def export(
         typer.Option("--since", metavar="REV", help="Only records added since the ledger at this commit-ish."),
     ] = None,
     superseded: Annotated[bool, typer.Option("--superseded", help="Include retired records.")] = False,
+    where: Annotated[
+        str | None,
+        typer.Option("--where", metavar="QUERY", help="Only records matching this search (as list --where)."),
+    ] = None,
 ) -> None:
     """Export the ledger graph as data (json, jsonl, csv) or a drawing (mermaid, dot)."""
     if fmt not in exporters.FORMATS:
         usage(f"--format must be one of {', '.join(exporters.FORMATS)}; got {fmt!r}")
     if fmt == "csv" and out is None:
         usage("--format csv writes nodes.csv and edges.csv; give the directory with --out DIR")
+    query = _where(where) if where is not None else None
     records = read_snapshot().records
     every = projection.graph(records)["entries"]
     ids = _since(since, records) if since is not None else None
-    entries = projection.select(every, ids=ids, retired=superseded or since is not None)
+    retired = superseded or since is not None
+    if query is not None:
+        matched = _matching(query)
+        ids = matched if ids is None else ids & matched
+        retired = retired or query.wants_retired
+    entries = projection.select(every, ids=ids, retired=retired)
     if fmt == "csv":
         assert out is not None
         if out.exists() and not out.is_dir():
@@ -131,3 +144,22 @@ def export(
     else:
         _write(out, text)
         typer.echo(str(out))
+
+
+def _where(text: str) -> Query:
+    """A compiled ``--where`` query (a bad one is a usage error before anything is read)."""
+    from docket_git.context import where
+
+    return where.compile_query(text)
+
+
+def _matching(query: Query) -> set[str]:
+    """The IDs of the records the query matches, retired ones included (select decides), from the ledger index."""
+    from docket_git.context import where
+    from docket_git.ledger import index
+
+    path = ledger_path()
+    if path is None:
+        return set()
+    with index.opened(path) as ix:
+        return set(where.matching(ix.conn, query, retired=True))

@@ -17,6 +17,7 @@ COMMAND_MODULES = (
     "record",
     "context",
     "read",
+    "sql",
     "history",
     "merge",
     "setup",

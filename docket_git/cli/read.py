@@ -11,7 +11,7 @@ import typer
 
 from docket_git.cli import show as show_command
 from docket_git.cli.app import app
-from docket_git.cli.common import dump_json, fail, ledger_path
+from docket_git.cli.common import fail, ledger_path
 from docket_git.errors import UsageError
 from docket_git.ledger import model, project, store, validate
 
@@ -25,21 +25,35 @@ def _formula(record: dict) -> str:
     return " | ".join(",".join(group) for group in record.get("supports") or [])
 
 
-def _views(kind: str | None, *, superseded: bool) -> list[dict]:
-    """Projected records in file order (current ones unless superseded), of one kind if given.
+def _views(
+    kind: str | None, *, superseded: bool, state: str | None = None, find: str | None = None, where: str | None = None
+) -> list[dict]:
+    """Projected records in file order (current ones unless superseded), filtered in SQL over the ledger index.
 
-    From the cached outline: only the listed records' lines are decoded, in one go.
+    Only the listed records' lines are decoded, in one go; their derived state comes from the index.
     """
-    from docket_git.context.briefing import read_outline
+    from docket_git.context import where as where_mod
+    from docket_git.ledger import index
 
     path = ledger_path()
     if path is None:
         return []
-    found, _ = read_outline(path)
-    ids = found.ids if superseded else found.live
+    query = where_mod.compile_query(where) if where is not None else where_mod.Query("1", ())
+    conditions, params = [query.sql], list(query.params)
     if kind is not None:
-        ids = [rid for rid in ids if model.kind_of(rid) == kind]
-    return [project.view(record, found.derived) for record in found.many(ids)]
+        conditions.append("kind = ?")
+        params.append(kind)
+    if state is not None:
+        conditions.append("state = ?")
+        params.append(state)
+    if find:
+        conditions.append("(docket_has(text, ?) OR docket_has(choice, ?))")
+        params.extend([find, find])
+    combined = where_mod.Query(" AND ".join(f"({c})" for c in conditions), tuple(params), query.wants_retired)
+    with index.opened(path) as ix:
+        ids = where_mod.matching(ix.conn, combined, retired=superseded)
+        derived = index.derived_for(ix.conn, ids)
+        return [project.view(record, derived) for record in index.records_of(ix, ids)]
 
 
 @app.command("list", rich_help_panel="Read")
@@ -49,6 +63,15 @@ def list_(
         str | None, typer.Option("--state", help="An effective state, e.g. accepted, adopted, open, resolved.")
     ] = None,
     find: Annotated[str | None, typer.Option("--find", help="Case-insensitive text in text or choice.")] = None,
+    where: Annotated[
+        str | None,
+        typer.Option(
+            "--where",
+            metavar="QUERY",
+            help="Search: words, kind: state: author: branch: scope:PATH after: before: "
+            "is:blocked|retired|pinned|resolved|open|conflict, -negation (docs/commands.md).",
+        ),
+    ] = None,
     superseded: Annotated[
         bool, typer.Option("--superseded", help="Include retired records, marked (superseded by ID).")
     ] = False,
@@ -60,23 +83,21 @@ def list_(
         raise UsageError(f"--kind must be one of {', '.join(model.KINDS)}; got {kind!r}")
     if state is not None and state not in model.ALL_STATES:
         raise UsageError(f"--state must be one of {', '.join(model.ALL_STATES)}; got {state!r}")
+    if where is not None:
+        from docket_git.context import where as where_mod
+
+        where_mod.parse(where)  # a bad query is a usage error even where there is no ledger
     if ledger_path() is None:
         typer.echo(f"docket: {store.no_ledger(Path.cwd())}", err=True)
         if as_json:
             typer.echo("[]")
         return
-    views = _views(kind, superseded=superseded)
-    needle = find.casefold() if find else None
-    views = [
-        v
-        for v in views
-        if (superseded or not v["retired_by"])
-        and (kind is None or v["kind"] == kind)
-        and (state is None or v["state"] == state)
-        and (needle is None or needle in v["text"].casefold() or needle in v.get("choice", "").casefold())
-    ]
+    views = _views(kind, superseded=superseded, state=state, find=find, where=where)
     if as_json:
-        typer.echo(dump_json(views))
+        from docket_git.ledger import pretty
+
+        pretty.write_list(views, sys.stdout.write)
+        sys.stdout.write("\n")
         return
     if not views:
         typer.echo("docket: nothing recorded", err=True)

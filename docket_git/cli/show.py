@@ -2,8 +2,8 @@
 
 Every briefing ends with "Retrieve full record: docket show RECORD_ID
 --json", so agents run this often. A plain call for an ID (or ``ID@DIGEST``)
-the ledger holds is answered from the cached outline: one parsed line and
-the cached projection, no Typer. Anything else (``--at``, ``-h``, an old ID a
+the ledger holds is answered from the ledger index: one parsed line and
+the indexed projection, no Typer. Anything else (``--at``, ``-h``, an old ID a
 merge renumbered, a stale digest) goes to the Typer command built from the
 same declaration, which prints through the same ``print_view``.
 """
@@ -18,7 +18,7 @@ from typing import Any
 
 from docket_git.cli.spec import Arg, Command, Opt
 from docket_git.errors import LedgerError, guarded
-from docket_git.ledger import model, project, store
+from docket_git.ledger import canonical, model, project, store
 
 COMMAND = Command(
     "show",
@@ -40,22 +40,31 @@ def _label(by_id: Mapping[str, dict], rid: str) -> str:
     return f"{rid} ({target['text']})" if target else rid
 
 
-def from_outline(record_id: str, *, as_json: bool) -> bool:
-    """Show a record this ledger holds (as given) from the cached outline; False to take the long way."""
-    from docket_git.context.briefing import read_outline
-    from docket_git.context.outline import Lines
+def from_index(record_id: str, *, as_json: bool) -> bool:
+    """Show a record this ledger holds (as given) from the ledger index; False to take the long way."""
+    from docket_git.ledger import index
 
     path = store.find_ledger(Path.cwd())
     if path is None:
         return False
-    found, _ = read_outline(path)
-    lines = found.records
     plain, digest = model.split_ref(record_id)
-    if plain not in found.pos or not isinstance(lines, Lines):
+    if not model.is_id(plain):
         return False
-    if digest and not lines.prefix_digest(plain).startswith(digest.lower()):
-        return False
-    print_view(project.view(lines[plain], found.derived), lines, as_json=as_json)
+    with index.opened(path) as ix:
+        row = ix.conn.execute("SELECT line_offset, line_length FROM records WHERE id = ?", (plain,)).fetchone()
+        if row is None:
+            return False
+        if digest:
+            data = index.ledger_bytes(ix)
+            end = min(row[0] + row[1] + 1, len(data))
+            if not canonical.sha256(memoryview(data)[:end]).startswith(digest.lower()):
+                return False
+        (record,) = index.records_of(ix, [plain])
+        derived = index.derived_for(ix.conn, [plain])
+        cited = [*(r for g in record.get("supports") or () for r in g), *(record.get("depends_on") or ())]
+        cited.extend(record.get("answers") or ())
+        labels = index.texts(ix.conn, cited)
+    print_view(project.view(record, derived), labels, as_json=as_json)
     return True
 
 
@@ -104,7 +113,7 @@ def print_view(view: dict, by_id: Mapping[str, dict], *, as_json: bool) -> None:
 def run(values: dict[str, Any]) -> None:
     """Show a record: from the outline when it can, else from the validated ledger and history."""
     record_id, at, as_json = values["record_id"], values["at"], values["as_json"]
-    if at is None and record_id not in declined and from_outline(record_id, as_json=as_json):
+    if at is None and record_id not in declined and from_index(record_id, as_json=as_json):
         return
     snap = store.read(store.find_ledger(Path.cwd()))
     records = snap.records
@@ -144,7 +153,7 @@ def fast_main(args: list[str]) -> int | None:
     if values is None or values["at"] is not None:
         return None
     shown: list[bool] = []
-    code = guarded(lambda: shown.append(from_outline(values["record_id"], as_json=values["as_json"])))
+    code = guarded(lambda: shown.append(from_index(values["record_id"], as_json=values["as_json"])))
     if code or shown == [True]:
         return code
     declined.add(values["record_id"])

@@ -9,9 +9,9 @@ import sqlite3
 import uuid
 from pathlib import Path
 
-from docket_git.ledger import store
+from docket_git.ledger import db, store
 from docket_git.ledger.store import LedgerError
-from docket_git.typed import canonical, cite, db, declare, envelope, ops, replay
+from docket_git.typed import canonical, cite, declare, envelope, ops, replay
 from docket_git.typed.declare import Ledger
 
 CODE_VERSION = "typed-1"

@@ -1,5 +1,9 @@
 """Disposable SQLite projections of a file: one way to place, prove current, rebuild, extend and query them.
 
+Both docket's ledger index (``ledger.index``) and the typed ledgers'
+projections (``typed.replay``) live here: one placement in the user cache
+dir, one stat-based proof, one lock, one read-only query path.
+
 Self-contained (stdlib ``sqlite3`` and platformdirs only) so that any
 append-only file docket keeps can be projected the same way: a caller gives
 the source file, a fingerprint of everything else the projection depends on
@@ -42,12 +46,20 @@ def cache_path(kind: str, source: Path) -> Path:
     return Path(user_cache_dir("docket-git")) / kind / f"{key}.sqlite"
 
 
-def _stat(source: Path) -> tuple[int, int, int, int]:
+def file_stat(source: Path) -> tuple[int, int, int, int]:
+    """(size, mtime_ns, ctime_ns, inode) of source, zeros when it is missing.
+
+    ctime cannot be set back by ``os.utime``: a rewrite to the same length and
+    mtime still changes it, so an equal stat proves the bytes unchanged.
+    """
     try:
         st = os.stat(source)
     except FileNotFoundError:
         return (0, 0, 0, 0)
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+_stat = file_stat
 
 
 @contextlib.contextmanager
@@ -137,6 +149,26 @@ def rebuild(source: Path, db_path: Path, fingerprint: str, build: Build, data: b
         Path(str(db_path) + suffix).unlink(missing_ok=True)
 
 
+def discard(db_path: Path) -> None:
+    """Delete a database and its side files (a corrupt or foreign one is rebuilt from scratch)."""
+    for suffix in ("", "-journal", "-wal", "-shm"):
+        with contextlib.suppress(OSError):
+            Path(str(db_path) + suffix).unlink()
+
+
+def open_wal(db_path: Path) -> sqlite3.Connection:
+    """A read-write connection in WAL mode (readers never wait for a writer); raises OSError/sqlite3.Error."""
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db_path, isolation_level=None, timeout=10)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
 def writer(db_path: Path) -> sqlite3.Connection:
     """A read-write connection with an open write transaction (``COMMIT`` or ``ROLLBACK`` it)."""
     conn = sqlite3.connect(db_path, isolation_level=None)
@@ -151,12 +183,17 @@ def reader(db_path: Path) -> sqlite3.Connection:
     return conn
 
 
+def run(conn: sqlite3.Connection, sql: str, params: tuple = ()) -> tuple[list[str], list[tuple]]:
+    """Run one statement on conn; (column names, rows). Raises ``sqlite3.Error``."""
+    cursor = conn.execute(sql, params)
+    columns = [d[0] for d in cursor.description or ()]
+    return columns, cursor.fetchall()
+
+
 def query(db_path: Path, sql: str, params: tuple = ()) -> tuple[list[str], list[tuple]]:
     """Run one read-only statement; (column names, rows). Raises ``sqlite3.Error``."""
     conn = reader(db_path)
     try:
-        cursor = conn.execute(sql, params)
-        columns = [d[0] for d in cursor.description or ()]
-        return columns, cursor.fetchall()
+        return run(conn, sql, params)
     finally:
         conn.close()

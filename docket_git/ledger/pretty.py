@@ -1,0 +1,92 @@
+"""Indent-2 JSON, byte for byte what ``json.dumps(value, indent=2, ensure_ascii=False)`` writes, but faster.
+
+With ``indent`` set, the standard library falls back to its pure-Python
+encoder (a generator per nesting level, a call per value): 1.25 s for
+``list --json`` at 10k records, 86% of it in ``json.encoder``. Records have
+a shallow, fixed shape, so this writer walks them with one type dispatch per
+value, escapes every string with the C encoder ``json.dumps`` itself uses
+(``encode_basestring``), and builds each record's text with ``str.join``.
+``write_list`` streams a list one item at a time: the whole output is never
+held in memory.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from json.encoder import encode_basestring  # the C implementation when available
+
+_INDENTS = ["\n" + "  " * n for n in range(64)]
+
+
+def _indent(level: int) -> str:
+    return _INDENTS[level] if level < len(_INDENTS) else "\n" + "  " * level
+
+
+def _float(value: float) -> str:
+    if value != value:
+        return "NaN"
+    if value == float("inf"):
+        return "Infinity"
+    if value == float("-inf"):
+        return "-Infinity"
+    return float.__repr__(value)
+
+
+def _key(key: object) -> str:
+    """A dict key as json.dumps writes it: strings escaped, numbers, booleans and null quoted."""
+    if isinstance(key, str):
+        return encode_basestring(key)
+    if key is None or isinstance(key, int | float):
+        return '"' + encode(key) + '"'
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
+
+
+def encode(value: object, level: int = 0) -> str:
+    """``value`` as ``json.dumps(value, indent=2, ensure_ascii=False)`` writes it, nested ``level`` deep."""
+    kind = type(value)
+    if kind is str:
+        return encode_basestring(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if kind is int:
+        return int.__repr__(value)
+    if kind is list or kind is tuple:
+        if not value:
+            return "[]"
+        inner = _indent(level + 1)
+        if all(type(item) is str for item in value):  # ID lists, scopes, alternatives: C escaping only
+            items = map(encode_basestring, value)
+        else:
+            items = [encode(item, level + 1) for item in value]
+        return "[" + inner + ("," + inner).join(items) + _indent(level) + "]"
+    if kind is dict:
+        if not value:
+            return "{}"
+        inner = _indent(level + 1)
+        deeper = level + 1
+        parts = [
+            (encode_basestring(k) if type(k) is str else _key(k))
+            + ": "
+            + (encode_basestring(v) if type(v) is str else encode(v, deeper))
+            for k, v in value.items()
+        ]
+        return "{" + inner + ("," + inner).join(parts) + _indent(level) + "}"
+    if kind is float:
+        return _float(value)
+    # Subclasses and anything else: the standard encoder decides (and raises for what JSON cannot hold).
+    text = json.dumps(value, indent=2, ensure_ascii=False)
+    return text.replace("\n", _indent(level)) if level else text
+
+
+def write_list(items: Iterable[object], write: Callable[[str], object]) -> None:
+    """Write a list as ``json.dumps(list(items), indent=2, ensure_ascii=False)`` would, one item at a time."""
+    first = True
+    for item in items:
+        write(("[\n  " if first else ",\n  ") + encode(item, 1))
+        first = False
+    write("[]" if first else "\n]")

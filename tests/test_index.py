@@ -1,0 +1,230 @@
+"""The ledger index: after any edit sequence it equals a from-scratch projection, and it proves itself current."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from docket_git.errors import _notices
+from docket_git.ledger import canonical, db, index, project, store
+
+from .conftest import rec
+from .test_context_properties import ledgers
+from .test_outline import cache_home
+
+
+def encode(records: list[dict]) -> bytes:
+    return b"".join(canonical.line(r) for r in records)
+
+
+def expected(data: bytes, records: list[dict]) -> dict:
+    """What the index must hold for these records, computed from scratch by ``ledger.project``."""
+    views = project.project(records)
+    rows = []
+    offset = 0
+    for seq, (record, view) in enumerate(zip(records, views, strict=True)):
+        line = canonical.line(record)[:-1]
+        rows.append(
+            (
+                seq,
+                record["id"],
+                record["kind"],
+                record["state"],
+                view["state"],
+                view["retired_by"],
+                None if record["kind"] != "decision" else int(view["applicable"]),
+                int(bool(record.get("pinned"))),
+                record["text"],
+                offset,
+                len(line),
+            )
+        )
+        offset += len(line) + 1
+    relations = sorted(
+        [(r["id"], "supports", t, n) for r in records for n, g in enumerate(r.get("supports") or ()) for t in g]
+        + [
+            (r["id"], kind, t, -1)
+            for r in records
+            for kind in ("depends_on", "answers", "supersedes")
+            for t in r.get(kind) or ()
+        ]
+    )
+    return {
+        "records": rows,
+        "blocked_by": {v["id"]: v["blocked_by"] for v in views if v.get("blocked_by")},
+        "resolved_by": {v["id"]: v["resolved_by"] for v in views if v["resolved_by"]},
+        "relations": relations,
+        "scopes": sorted((r["id"], s, index.scope_kind(s)) for r in records for s in dict.fromkeys(r["scope"])),
+    }
+
+
+def actual(conn: sqlite3.Connection) -> dict:
+    rows = conn.execute(
+        "SELECT seq, id, kind, recorded_state, state, retired_by, applicable, pinned, text, line_offset, line_length "
+        "FROM records ORDER BY seq"
+    ).fetchall()
+    blocked: dict[str, list[str]] = {}
+    for rid, b in conn.execute("SELECT decision, blocker FROM blocked_by ORDER BY decision, position"):
+        blocked.setdefault(rid, []).append(b)
+    resolved: dict[str, list[str]] = {}
+    for q, r in conn.execute("SELECT question, resolver FROM resolved_by ORDER BY question, position"):
+        resolved.setdefault(q, []).append(r)
+    relations = sorted(
+        (s, t, g, -1 if n is None else n) for s, t, g, n in conn.execute("SELECT * FROM relations").fetchall()
+    )
+    return {
+        "records": rows,
+        "blocked_by": blocked,
+        "resolved_by": resolved,
+        "relations": relations,
+        "scopes": sorted(conn.execute("SELECT * FROM scopes").fetchall()),
+    }
+
+
+def check(path: Path, records: list[dict]) -> index.Index:
+    ix = index.open_index(path)
+    try:
+        assert actual(ix.conn) == expected(path.read_bytes(), records)
+        data = path.read_bytes()
+        for offset, length, digest in ix.conn.execute("SELECT line_offset, line_length, line_digest FROM records"):
+            assert canonical.sha256(data[offset : offset + length]) == digest
+    finally:
+        ix.close()
+    return ix
+
+
+def rewritten(records: list[dict], start: int, mark: str) -> list[dict]:
+    """Another branch's ledger: the same records up to start, different text after it."""
+    return [r if i < start else {**r, "text": f"{r['text']} {mark}"} for i, r in enumerate(records)]
+
+
+EDITS = st.lists(
+    st.one_of(
+        st.tuples(st.just("grow"), st.integers(1, 70)),
+        st.tuples(st.just("branch"), st.integers(0, 70)),
+        st.tuples(st.just("same-length"), st.integers(0, 70)),
+        st.tuples(st.just("delete-index"), st.just(0)),
+        st.tuples(st.just("corrupt-index"), st.just(0)),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(records=ledgers(), first=st.integers(1, 70), edits=EDITS, block=st.sampled_from([64, 512, 1 << 16]))
+def test_index_equals_a_fresh_projection_after_any_edit_sequence(
+    records: list[dict], first: int, edits: list[tuple[str, int]], block: int
+) -> None:
+    old_block = index.BLOCK
+    index.BLOCK = block  # small blocks: many checkpoints, so tail rewrites keep a shared prefix
+    try:
+        with cache_home() as tmp:
+            path = tmp / "repo" / ".docket" / "ledger.jsonl"
+            path.parent.mkdir(parents=True)
+            shown = records[: min(first, len(records))]
+            path.write_bytes(encode(shown))
+            check(path, shown)
+            for n, (op, arg) in enumerate(edits):
+                if op == "grow":
+                    shown = records[: min(len(records), len(shown) + arg)]
+                    path.write_bytes(encode(shown))
+                elif op == "branch":
+                    shown = rewritten(shown, min(arg, len(shown)), f"b{n}")
+                    path.write_bytes(encode(shown))
+                elif op == "same-length" and shown:
+                    # Same length, same mtime: only the content (and ctime) differ.
+                    i = min(arg, len(shown) - 1)
+                    text = shown[i]["text"]
+                    if not (text[-1].isascii() and text[-1].isalnum()):
+                        continue  # a character JSON escapes would change the length
+                    flipped = "x" if text[-1] != "x" else "y"
+                    st_before = os.stat(path)
+                    shown = [*shown[:i], {**shown[i], "text": text[:-1] + flipped}, *shown[i + 1 :]]
+                    data = encode(shown)
+                    assert len(data) == st_before.st_size
+                    path.write_bytes(data)
+                    os.utime(path, ns=(st_before.st_atime_ns, st_before.st_mtime_ns))
+                elif op == "delete-index":
+                    db.discard(index.db_path(path))
+                elif op == "corrupt-index":
+                    target = index.db_path(path)
+                    db.discard(target)
+                    target.write_bytes(b"not a database, " * 100)
+                check(path, shown)
+            assert not any("in-memory" in m for m in _notices)
+    finally:
+        index.BLOCK = old_block
+
+
+def test_a_tail_rewrite_reindexes_only_past_the_shared_checkpoint(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = tmp_path / "repo" / ".docket" / "ledger.jsonl"
+    path.parent.mkdir(parents=True)
+    records = [rec(f"c{i}", f"premise number {i} " + "x" * 200, state="accepted") for i in range(1, 801)]
+    path.write_bytes(encode(records))
+    assert index.open_index(path).how == "rebuilt"
+    assert index.open_index(path).how == "current"
+    # Another branch: the same first 700 records, a different tail, the same length and mtime.
+    other = [r if i < 700 else {**r, "text": r["text"].replace("premise", "PREMISE")} for i, r in enumerate(records)]
+    data = encode(other)
+    before = os.stat(path)
+    assert len(data) == before.st_size
+    path.write_bytes(data)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    ix = index.open_index(path)
+    assert ix.how == "updated"
+    kept = ix.conn.execute("SELECT value FROM meta WHERE key = 'indexed_from'").fetchone()[0]
+    assert 600 < kept <= 700  # within one 64 KB block of the shared prefix, never from scratch
+    assert actual(ix.conn) == expected(data, other)
+    texts = [t for (t,) in ix.conn.execute("SELECT text FROM records WHERE seq >= 700")]
+    assert texts and all(t.startswith("PREMISE") for t in texts)
+
+
+def test_a_foreign_version_index_is_rebuilt_silently(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = tmp_path / "repo" / ".docket" / "ledger.jsonl"
+    path.parent.mkdir(parents=True)
+    records = [rec("c1", state="accepted"), rec("d2", depends_on=["c1"])]
+    path.write_bytes(encode(records))
+    index.open_index(path).close()
+    conn = sqlite3.connect(index.db_path(path))
+    conn.execute("UPDATE meta SET value = 999 WHERE key = 'schema_version'")
+    conn.execute("DROP TABLE scopes")
+    conn.commit()
+    conn.close()
+    ix = index.open_index(path)
+    assert ix.how == "rebuilt" and ix.path is not None
+    assert actual(ix.conn) == expected(path.read_bytes(), records)
+
+
+def test_the_index_refuses_an_invalid_ledger_like_every_reader(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = tmp_path / "repo" / ".docket" / "ledger.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(encode([rec("c1")]) + b'{"schema":2}\n')
+    with pytest.raises(store.LedgerError, match="line 2"):
+        index.open_index(path)
+
+
+def test_a_cache_dir_that_cannot_be_written_gives_an_in_memory_index(tmp_path: Path, monkeypatch) -> None:
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the cache directory should be")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    path = tmp_path / "repo" / ".docket" / "ledger.jsonl"
+    path.parent.mkdir(parents=True)
+    records = [rec("q1"), rec("c2", state="accepted", answers=["q1"])]
+    path.write_bytes(encode(records))
+    _notices.clear()
+    ix = index.open_index(path)
+    assert ix.path is None
+    assert len(_notices) == 1 and "in-memory index" in _notices[0]
+    assert actual(ix.conn) == expected(path.read_bytes(), records)
+    _notices.clear()
+    assert json.loads(json.dumps(ix.conn.execute("SELECT state FROM records WHERE id='q1'").fetchone())) == ["resolved"]
