@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -234,3 +235,74 @@ def test_the_hook_refuses_when_its_interpreter_is_gone_and_init_upgrades_an_old_
     assert "updated the pre-commit hook" in r.ok("init").out
     assert hook.read_text() == wiring.hook_script()
     assert run_git(r, "commit", "-q", "-m", "more", path=BARE_PATH).returncode == 0
+
+
+# -- a branch that added nothing since the merge base takes the other side's ledger (issue 12's long run) --
+
+
+def old_refs(data: bytes) -> dict[str, str]:
+    """Each record's text -> its ID@DIGEST in that ledger version (the digest of the bytes up to its line)."""
+    from docket_git.ledger import canonical
+
+    out, end = {}, 0
+    for line in data.splitlines(keepends=True):
+        end += len(line)
+        record = json.loads(line)
+        out[record["text"]] = f"{record['id']}@{canonical.short(canonical.sha256(data[:end]))}"
+    return out
+
+
+def renumbered_by_the_other_side(r: Repo) -> bytes:
+    """b1 records "from b1" as c2; main records "from main" as c2 and merges b1 (c2 -> c3 there). b1's ledger."""
+    r.git("switch", "-q", "-c", "b1")
+    r.ok("claim", "from b1")
+    commit(r, "from b1")
+    r.git("switch", "-q", "main")
+    r.ok("claim", "from main")
+    commit(r, "from main")
+    r.git("merge", "-q", "--no-edit", "b1")
+    assert [(x["id"], x["text"]) for x in r.records()] == [("c1", "base"), ("c2", "from main"), ("c3", "from b1")]
+    r.git("switch", "-q", "b1")
+    return blob(r, "b1")
+
+
+def assert_b1_records_followed(r: Repo, before: bytes) -> None:
+    """Every record b1 had is on b1 once, its old ID@DIGEST resolves to it, and log names its commit."""
+    refs = old_refs(before)
+    now = {x["text"]: x["id"] for x in r.records()}
+    assert sorted(now) == ["base", "from b1", "from main"]
+    resolved = r.ok("resolve", *refs.values()).out.splitlines()
+    assert resolved == [f"{ref} -> {now[text]}" for text, ref in refs.items()]
+    assert r.ok("log", now["from b1"], "--json").json()["added"]["subject"] == "from b1"  # type: ignore[index]
+    assert r.docket("check").code == 0
+
+
+def test_a_fast_forward_takes_the_other_ledger_and_old_ids_still_resolve(based: Repo):
+    """Seeds 5, 21, 22 and 24: b1's c2 is c3 after the fast-forward, as main's merge numbered it."""
+    r = based
+    before = renumbered_by_the_other_side(r)
+    r.git("merge", "-q", "main")
+    assert r.git("rev-parse", "b1") == r.git("rev-parse", "main")  # a fast-forward: no merge, no driver
+    assert not blob(r, "b1").startswith(before)
+    assert_b1_records_followed(r, before)
+
+
+def test_an_octopus_that_git_reduces_to_a_fast_forward_keeps_every_record(based: Repo):
+    """Seeds 2 and 16: 'git merge main b3' with b3 already in main is a fast-forward to main."""
+    r = based
+    before = renumbered_by_the_other_side(r)
+    r.git("branch", "b3", "main~1")
+    proc = run_git(r, "merge", "--no-edit", "main", "b3")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert r.git("rev-parse", "b1") == r.git("rev-parse", "main")
+    assert_b1_records_followed(r, before)
+
+
+def test_a_no_ff_merge_of_a_descendant_takes_its_ledger_and_old_ids_still_resolve(based: Repo):
+    """A merge commit whose ours added nothing since the base: git takes main's file and never runs the driver."""
+    r = based
+    before = renumbered_by_the_other_side(r)
+    r.git("merge", "-q", "--no-ff", "--no-edit", "main")
+    assert len(r.git("rev-list", "--parents", "-n", "1", "HEAD").split()) == 3
+    assert blob(r, "HEAD") == blob(r, "main")
+    assert_b1_records_followed(r, before)

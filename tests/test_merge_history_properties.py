@@ -279,8 +279,10 @@ class History:
         theirs = theirs if exact else [self.older(t) for t in theirs]
         before, start = self.blob("HEAD"), self.head()
         octopus = len(theirs) > 1
-        self.steps.append(f"{ours}: merge {' '.join(t[:10] for t in theirs)} ({setup})")
-        proc = self.git("merge", "-q", "--no-edit", *theirs, setup=setup, check=False)
+        # --no-ff of a side that already has ours' ledger makes git take that side's file in a merge commit.
+        no_ff = ["--no-ff"] if not octopus and self.rng.random() < 0.25 else []
+        self.steps.append(f"{ours}: merge {' '.join([*no_ff, *(t[:10] for t in theirs)])} ({setup})")
+        proc = self.git("merge", "-q", "--no-edit", *no_ff, *theirs, setup=setup, check=False)
         if proc.returncode != 0:
             if octopus or not self.in_progress():
                 # Octopus merges with a conflicting ledger are refused by git itself.
@@ -319,18 +321,23 @@ class History:
         sides = [t for t in theirs if self.blob(t) == after and self.common_ancestor_had(before, start, t)]
         if not sides:
             self.fail(f"merging into {ours} rewrote its committed ledger lines")
-        now = {_token(r): r["id"] for r in self.records(after)}
-        refs, wanted = [], []
+        now = {_token(r): r for r in self.records(after)}
+        refs, wanted, moved = [], [], []
         for end, record in _prefixes(before):
-            if _token(record) and record["author"] != "docket-merge":
+            token = _token(record)
+            if token and record["author"] != "docket-merge":
                 refs.append(f"{record['id']}@{canonical.short(canonical.sha256(before[:end]))}")
-                wanted.append(now.get(_token(record)))
+                wanted.append(now[token]["id"] if token in now else None)
+                if token in now and now[token]["id"] != record["id"]:
+                    moved.append(now[token])
         if refs:
             out = json.loads(self.docket_ok("resolve", "--json", *refs).stdout)
             got = [o["current"] for o in out]
             if got != wanted:
                 bad = [f"{r} -> {g} (holds {w})" for r, g, w in zip(refs, got, wanted, strict=False) if g != w]
                 self.fail(f"merging into {ours} took a side's ledger, but docket resolve lost records: {bad[:3]}")
+        for record in moved[:2]:  # docket log must follow the ledger through the side git took
+            self.history(ours, [], record)
         moved = self.head() in {self.head(t) for t in theirs}
         self.stats["fast-forward" if moved else "merge commit took a side's ledger (ours added nothing)"] += 1
 
@@ -418,13 +425,20 @@ class History:
         if deep or self.rng.random() < 0.25:
             self.history(branch, records)
 
-    def history(self, branch: str, records: list[dict]) -> None:
-        """docket log and docket resolve name the right commit and record for one sampled record."""
+    def history(self, branch: str, records: list[dict], record: dict | None = None) -> None:
+        """docket log and docket resolve name the right commit and record for one record (sampled if not given).
+
+        Half the samples are drawn from the records a merge renumbered, where history has work to do.
+        """
         self.git("switch", "-q", branch)
-        mine = [r for r in records if _token(r) in self.origin]
-        if not mine:
-            return
-        record = self.rng.choice(mine)
+        if record is None:
+            mine = [r for r in records if _token(r) in self.origin]
+            moved = [r for r in mine if r["id"] != self.origin[_token(r)][1]]
+            if moved and self.rng.random() < 0.5:
+                mine = moved
+            if not mine:
+                return
+            record = self.rng.choice(mine)
         token = _token(record)
         log = self.docket_ok("log", record["id"], "--json")
         added = json.loads(log.stdout)["added"]
