@@ -18,6 +18,16 @@ def commit(repo: Repo, message: str) -> None:
     repo.git("commit", "-q", "-m", message)
 
 
+def diverge(repo: Repo, topic: str, topic_text: str, main_text: str) -> None:
+    """topic (new from main) records topic_text, main records main_text; each committed; main checked out."""
+    repo.git("switch", "-q", "-c", topic)
+    repo.ok("claim", topic_text)
+    commit(repo, topic_text)
+    repo.git("switch", "-q", "main")
+    repo.ok("claim", main_text)
+    commit(repo, main_text)
+
+
 def texts(repo: Repo) -> list[str]:
     return [r["text"] for r in repo.records()]
 
@@ -62,12 +72,7 @@ def test_criss_cross_merge_keeps_ours_as_a_byte_prefix(based: Repo):
 
 def test_a_driver_run_without_path_still_merges(based: Repo):
     r = based
-    r.git("switch", "-q", "-c", "topic")
-    r.ok("claim", "topic")
-    commit(r, "topic")
-    r.git("switch", "-q", "main")
-    r.ok("claim", "main")
-    commit(r, "main")
+    diverge(r, "topic", "topic", "main")
     proc = run_git(r, "merge", "--no-edit", "topic", path=BARE_PATH)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert texts(r) == ["base", "main", "topic"]
@@ -77,12 +82,7 @@ def test_a_driver_run_without_path_still_merges(based: Repo):
 def test_a_driver_that_cannot_start_leaves_markers_and_the_commit_is_refused(based: Repo):
     r = based
     r.git("config", "merge.docket.driver", "/nowhere/docket merge-driver %O %A %B %P")
-    r.git("switch", "-q", "-c", "topic")
-    r.ok("claim", "topic record")
-    commit(r, "topic")
-    r.git("switch", "-q", "main")
-    r.ok("claim", "main record")
-    commit(r, "main")
+    diverge(r, "topic", "topic record", "main record")
     proc = run_git(r, "merge", "--no-edit", "topic", path=BARE_PATH)
     assert proc.returncode != 0
     # Whatever the driver left, staging ours and committing must not drop topic's record.
@@ -204,12 +204,7 @@ def test_a_driver_whose_interpreter_is_gone_still_leaves_markers(based: Repo):
 
     r = based
     r.git("config", "merge.docket.driver", wiring.driver_command("'/moved away/python' -I -m docket_git"))
-    r.git("switch", "-q", "-c", "topic")
-    r.ok("claim", "topic")
-    commit(r, "topic")
-    r.git("switch", "-q", "main")
-    r.ok("claim", "main")
-    commit(r, "main")
+    diverge(r, "topic", "topic", "main")
     assert run_git(r, "merge", "--no-edit", "topic", path=BARE_PATH).returncode != 0
     text = r.ledger.read_text()
     assert "<<<<<<< ours" in text and '"topic"' in text and '"main"' in text
@@ -254,12 +249,7 @@ def old_refs(data: bytes) -> dict[str, str]:
 
 def renumbered_by_the_other_side(r: Repo) -> bytes:
     """b1 records "from b1" as c2; main records "from main" as c2 and merges b1 (c2 -> c3 there). b1's ledger."""
-    r.git("switch", "-q", "-c", "b1")
-    r.ok("claim", "from b1")
-    commit(r, "from b1")
-    r.git("switch", "-q", "main")
-    r.ok("claim", "from main")
-    commit(r, "from main")
+    diverge(r, "b1", "from b1", "from main")
     r.git("merge", "-q", "--no-edit", "b1")
     assert [(x["id"], x["text"]) for x in r.records()] == [("c1", "base"), ("c2", "from main"), ("c3", "from b1")]
     r.git("switch", "-q", "b1")
