@@ -296,3 +296,20 @@ def test_a_no_ff_merge_of_a_descendant_takes_its_ledger_and_old_ids_still_resolv
     assert len(r.git("rev-list", "--parents", "-n", "1", "HEAD").split()) == 3
     assert blob(r, "HEAD") == blob(r, "main")
     assert_b1_records_followed(r, before)
+
+
+def test_an_old_id_behind_a_merge_that_took_the_other_ledger_still_resolves(based: Repo):
+    """Seed 4 (long profile), minimised: b1's c2 reached main by cherry-pick, so no merge renumbered it.
+
+    Looking for b1's old version, history used to rule out b1's own commits as first-parent
+    ancestors of the --no-ff merge, whose ledger is main's: 'history does not know c2@...'.
+    """
+    r = based
+    diverge(r, "b1", "from b1", "from main")
+    r.git("cherry-pick", "b1")  # main: c3 "from b1"
+    r.git("merge", "-q", "--no-edit", "b1")  # finds it by content: nothing appended, nothing renumbered
+    r.git("switch", "-q", "b1")
+    before = blob(r, "b1")
+    r.git("merge", "-q", "--no-ff", "--no-edit", "main")
+    assert blob(r, "HEAD") == blob(r, "main")
+    assert_b1_records_followed(r, before)
