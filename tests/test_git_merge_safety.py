@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -15,6 +16,16 @@ BARE_PATH = "/usr/bin:/bin"
 def commit(repo: Repo, message: str) -> None:
     repo.git("add", "-A")
     repo.git("commit", "-q", "-m", message)
+
+
+def diverge(repo: Repo, topic: str, topic_text: str, main_text: str) -> None:
+    """topic (new from main) records topic_text, main records main_text; each committed; main checked out."""
+    repo.git("switch", "-q", "-c", topic)
+    repo.ok("claim", topic_text)
+    commit(repo, topic_text)
+    repo.git("switch", "-q", "main")
+    repo.ok("claim", main_text)
+    commit(repo, main_text)
 
 
 def texts(repo: Repo) -> list[str]:
@@ -61,12 +72,7 @@ def test_criss_cross_merge_keeps_ours_as_a_byte_prefix(based: Repo):
 
 def test_a_driver_run_without_path_still_merges(based: Repo):
     r = based
-    r.git("switch", "-q", "-c", "topic")
-    r.ok("claim", "topic")
-    commit(r, "topic")
-    r.git("switch", "-q", "main")
-    r.ok("claim", "main")
-    commit(r, "main")
+    diverge(r, "topic", "topic", "main")
     proc = run_git(r, "merge", "--no-edit", "topic", path=BARE_PATH)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert texts(r) == ["base", "main", "topic"]
@@ -76,12 +82,7 @@ def test_a_driver_run_without_path_still_merges(based: Repo):
 def test_a_driver_that_cannot_start_leaves_markers_and_the_commit_is_refused(based: Repo):
     r = based
     r.git("config", "merge.docket.driver", "/nowhere/docket merge-driver %O %A %B %P")
-    r.git("switch", "-q", "-c", "topic")
-    r.ok("claim", "topic record")
-    commit(r, "topic")
-    r.git("switch", "-q", "main")
-    r.ok("claim", "main record")
-    commit(r, "main")
+    diverge(r, "topic", "topic record", "main record")
     proc = run_git(r, "merge", "--no-edit", "topic", path=BARE_PATH)
     assert proc.returncode != 0
     # Whatever the driver left, staging ours and committing must not drop topic's record.
@@ -203,12 +204,7 @@ def test_a_driver_whose_interpreter_is_gone_still_leaves_markers(based: Repo):
 
     r = based
     r.git("config", "merge.docket.driver", wiring.driver_command("'/moved away/python' -I -m docket_git"))
-    r.git("switch", "-q", "-c", "topic")
-    r.ok("claim", "topic")
-    commit(r, "topic")
-    r.git("switch", "-q", "main")
-    r.ok("claim", "main")
-    commit(r, "main")
+    diverge(r, "topic", "topic", "main")
     assert run_git(r, "merge", "--no-edit", "topic", path=BARE_PATH).returncode != 0
     text = r.ledger.read_text()
     assert "<<<<<<< ours" in text and '"topic"' in text and '"main"' in text
@@ -234,3 +230,86 @@ def test_the_hook_refuses_when_its_interpreter_is_gone_and_init_upgrades_an_old_
     assert "updated the pre-commit hook" in r.ok("init").out
     assert hook.read_text() == wiring.hook_script()
     assert run_git(r, "commit", "-q", "-m", "more", path=BARE_PATH).returncode == 0
+
+
+# -- a branch that added nothing since the merge base takes the other side's ledger (issue 12's long run) --
+
+
+def old_refs(data: bytes) -> dict[str, str]:
+    """Each record's text -> its ID@DIGEST in that ledger version (the digest of the bytes up to its line)."""
+    from docket_git.ledger import canonical
+
+    out, end = {}, 0
+    for line in data.splitlines(keepends=True):
+        end += len(line)
+        record = json.loads(line)
+        out[record["text"]] = f"{record['id']}@{canonical.short(canonical.sha256(data[:end]))}"
+    return out
+
+
+def renumbered_by_the_other_side(r: Repo) -> bytes:
+    """b1 records "from b1" as c2; main records "from main" as c2 and merges b1 (c2 -> c3 there). b1's ledger."""
+    diverge(r, "b1", "from b1", "from main")
+    r.git("merge", "-q", "--no-edit", "b1")
+    assert [(x["id"], x["text"]) for x in r.records()] == [("c1", "base"), ("c2", "from main"), ("c3", "from b1")]
+    r.git("switch", "-q", "b1")
+    return blob(r, "b1")
+
+
+def assert_b1_records_followed(r: Repo, before: bytes) -> None:
+    """Every record b1 had is on b1 once, its old ID@DIGEST resolves to it, and log names its commit."""
+    refs = old_refs(before)
+    now = {x["text"]: x["id"] for x in r.records()}
+    assert sorted(now) == ["base", "from b1", "from main"]
+    resolved = r.ok("resolve", *refs.values()).out.splitlines()
+    assert resolved == [f"{ref} -> {now[text]}" for text, ref in refs.items()]
+    assert r.ok("log", now["from b1"], "--json").json()["added"]["subject"] == "from b1"  # type: ignore[index]
+    assert r.docket("check").code == 0
+
+
+def test_a_fast_forward_takes_the_other_ledger_and_old_ids_still_resolve(based: Repo):
+    """Seeds 5, 21, 22 and 24: b1's c2 is c3 after the fast-forward, as main's merge numbered it."""
+    r = based
+    before = renumbered_by_the_other_side(r)
+    r.git("merge", "-q", "main")
+    assert r.git("rev-parse", "b1") == r.git("rev-parse", "main")  # a fast-forward: no merge, no driver
+    assert not blob(r, "b1").startswith(before)
+    assert_b1_records_followed(r, before)
+
+
+def test_an_octopus_that_git_reduces_to_a_fast_forward_keeps_every_record(based: Repo):
+    """Seeds 2 and 16: 'git merge main b3' with b3 already in main is a fast-forward to main."""
+    r = based
+    before = renumbered_by_the_other_side(r)
+    r.git("branch", "b3", "main~1")
+    proc = run_git(r, "merge", "--no-edit", "main", "b3")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert r.git("rev-parse", "b1") == r.git("rev-parse", "main")
+    assert_b1_records_followed(r, before)
+
+
+def test_a_no_ff_merge_of_a_descendant_takes_its_ledger_and_old_ids_still_resolve(based: Repo):
+    """A merge commit whose ours added nothing since the base: git takes main's file and never runs the driver."""
+    r = based
+    before = renumbered_by_the_other_side(r)
+    r.git("merge", "-q", "--no-ff", "--no-edit", "main")
+    assert len(r.git("rev-list", "--parents", "-n", "1", "HEAD").split()) == 3
+    assert blob(r, "HEAD") == blob(r, "main")
+    assert_b1_records_followed(r, before)
+
+
+def test_an_old_id_behind_a_merge_that_took_the_other_ledger_still_resolves(based: Repo):
+    """Seed 4 (long profile), minimised: b1's c2 reached main by cherry-pick, so no merge renumbered it.
+
+    Looking for b1's old version, history used to rule out b1's own commits as first-parent
+    ancestors of the --no-ff merge, whose ledger is main's: 'history does not know c2@...'.
+    """
+    r = based
+    diverge(r, "b1", "from b1", "from main")
+    r.git("cherry-pick", "b1")  # main: c3 "from b1"
+    r.git("merge", "-q", "--no-edit", "b1")  # finds it by content: nothing appended, nothing renumbered
+    r.git("switch", "-q", "b1")
+    before = blob(r, "b1")
+    r.git("merge", "-q", "--no-ff", "--no-edit", "main")
+    assert blob(r, "HEAD") == blob(r, "main")
+    assert_b1_records_followed(r, before)

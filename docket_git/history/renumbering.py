@@ -27,6 +27,12 @@ ledgers, oldest first, merged pairwise with an empty base (the inner merge
 base only matters for records a side deleted, which an append-only ledger
 never does). An octopus merge is taken as git does it: each further parent
 merged in turn into the result so far.
+
+Git runs no driver when this side's ledger is the merge base's (a
+fast-forward, ``--no-ff`` of a descendant, nothing new here since a base): it
+takes the other parent's file as it is. Such a merge renumbered nothing
+itself (the other side's own merge did), and the ledger's line of growth
+goes through that parent, not the first one (``ledger_parent``).
 """
 
 from __future__ import annotations
@@ -46,7 +52,7 @@ from docket_git.merging.rebase import RawLedger
 from docket_git.repo import files, gitio
 
 DEFAULT_SEARCH_LIMIT = 2000
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: a merge that took another parent's ledger as it is renumbered nothing
 LEDGER_RELPATH = f"{LEDGER_DIR}/{LEDGER_NAME}"
 _MERGE_SUBJECTS = (
     re.compile(r"^Merge (?:remote-tracking )?branch '([^']+)'"),
@@ -249,6 +255,33 @@ class History:
         names = self.graph.branches_at().get(source)
         return names[0] if names else ""
 
+    def took_side(self, merge: str) -> str | None:
+        """The parent whose ledger a merge took as it is, its first parent's not a prefix of it; None otherwise.
+
+        That is git's doing when this side's ledger was the merge base's: it
+        never ran the driver, and the first parent's records may sit under
+        the IDs the taken side's own merge gave them.
+        """
+        parents = self.graph.parents(merge)
+        if len(parents) < 2:
+            return None
+        blob, first = self.blob_at(merge), self.blob_at(parents[0])
+        if blob is None or blob == first:
+            return None
+        for parent in parents[1:]:
+            if self.blob_at(parent) == blob and (first is None or not self.data(blob).startswith(self.data(first))):
+                return parent
+        return None
+
+    def ledger_parent(self, commit: str) -> str | None:
+        """The parent commit's ledger grew from: the first, or the one a merge took the ledger of (``took_side``)."""
+        parents = self.graph.parents(commit)
+        if len(parents) >= 2:
+            taken = self.took_side(commit)
+            if taken is not None:
+                return taken
+        return parents[0] if parents else None
+
     def renumbering(self, merge: str) -> list[Alias]:
         """The records merge took in from its other parents, recomputed with ``rebase.merge`` (cached)."""
         cached = self._cache["merges"].get(merge)
@@ -256,7 +289,7 @@ class History:
             return [Alias(*entry) for entry in cached]
         parents = self.graph.parents(merge)
         out: list[Alias] = []
-        if len(parents) >= 2:
+        if len(parents) >= 2 and self.took_side(merge) is None:
             first = parents[0]
             ours: Sequence = self.ledger(self.blob_at(first))
             for nth, source in enumerate(parents[1:], start=1):
@@ -395,8 +428,9 @@ class History:
         Candidates first: the merged-in parents of merges that took record_id
         in (where a renumbered baseline usually lives), then every commit that
         touched the ledger, newest first, up to the search limit. A version
-        that does not match rules out its first-parent ancestors too: their
-        ledgers are prefixes of it, so they hold the same bytes or lack the ID.
+        that does not match rules out its ancestors along ``ledger_parent``
+        too: their ledgers are prefixes of it, so they hold the same bytes or
+        lack the ID.
         """
         tried: set[str] = set()
         ruled_out: set[str] = set()
@@ -428,24 +462,27 @@ class History:
             found = check(commit)
             if found:
                 return found
-            parent = commit
+            parent: str | None = commit
             while True:
-                parents = self.graph.parents(parent)
-                if not parents or parents[0] in ruled_out:
+                parent = self.ledger_parent(parent)
+                if parent is None or parent in ruled_out:
                     break
-                parent = parents[0]
                 ruled_out.add(parent)
         return None
 
     # -- where a record came from -----------------------------------------------------------
 
-    def first_parent_changes(self, commit: str) -> list[str]:
-        """Commits on commit's first-parent line where the ledger changed, newest first (bounded)."""
+    def ledger_line_changes(self, commit: str) -> list[str]:
+        """Commits on commit's ledger line where the ledger changed, newest first (bounded).
+
+        The line follows first parents, except through a merge that took
+        another parent's ledger as it is (``ledger_parent``), so the ledger
+        only grows along it.
+        """
         out: list[str] = []
         current: str | None = commit
         while current is not None and len(out) < self.limit:
-            parents = self.graph.parents(current)
-            parent = parents[0] if parents else None
+            parent = self.ledger_parent(current)
             blob = self.blob_at(current)
             if blob is None and out:
                 break  # before the ledger existed
@@ -461,10 +498,10 @@ class History:
         oldest first; the flag is set when the answer is the oldest commit a
         shallow clone or the search limit leaves, so it was added there or before.
         """
-        changes = self.first_parent_changes(commit)
+        changes = self.ledger_line_changes(commit)
         if not changes:
             return commit, [], True
-        # Along first parents the ledger only grows, so "holds record index" is monotone.
+        # Along the ledger line the ledger only grows, so "holds record index" is monotone.
         lo, hi = 0, len(changes) - 1  # the oldest change that still holds it
         while lo < hi:
             mid = (lo + hi + 1) // 2
