@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from docket_git.errors import LedgerError
+from docket_git.merging import precommit
 from docket_git.repo import files, gitio
 
 ATTRIBUTE_PATTERN = ".docket/**/*.jsonl"
@@ -223,7 +224,7 @@ def _framework_runs_check(root: Path) -> bool:
         text = files.read_text(root / PRE_COMMIT_CONFIG, root)
     except (OSError, LedgerError):
         return False
-    return "docket-check" in text
+    return precommit.runs_guard(text)  # a hooks entry with id: docket-check, not a mere mention
 
 
 def _hook_state(root: Path) -> tuple[Path | None, str]:
