@@ -564,10 +564,7 @@ def write_synced(path: Path, data: bytes) -> None:
         os.unlink(path)
     fd = files.open_fd(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, root_of(path))
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        files.write_all(fd, data)
     finally:
         os.close(fd)
 

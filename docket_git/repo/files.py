@@ -120,6 +120,14 @@ def open_fd(path: Path, flags: int, root: Path | None = None, mode: int = 0o644)
     return fd
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte of data to fd (os.write may write less than asked), then fsync it."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.fsync(fd)
+
+
 def read_bytes(path: Path, root: Path | None = None, cap: int = SMALL_CAP) -> bytes:
     """A regular file's bytes, read without following links and refused past cap bytes.
 

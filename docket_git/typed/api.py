@@ -181,10 +181,7 @@ def _write(path: Path, payload: bytes) -> None:
         # A torn last line (a crash mid-write) stays a diagnostic of its own rather than swallowing ours.
         if size and os.pread(fd, 1, size - 1) != b"\n":
             payload = b"\n" + payload
-        view = memoryview(payload)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        files.write_all(fd, payload)
     finally:
         os.close(fd)
 
