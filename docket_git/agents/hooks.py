@@ -186,9 +186,11 @@ def _governing_context(payload: dict, path: str, cwd: Path) -> str | None:
         rel = (cwd / path).resolve().relative_to(root.resolve()).as_posix()
     except (ValueError, OSError):
         return None
+    from docket_git.repo import files
+
     try:
-        raw = ledger.read_bytes()
-    except OSError:
+        raw = files.read_bytes(ledger, root, files.LEDGER_CAP)
+    except (OSError, store.LedgerError):
         return None
     # Cheap prefilter: no scope mentions the file's first directory or name.
     first = rel.split("/", 1)[0]

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from docket_git.ledger.store import LedgerError, write_atomic
+from docket_git.ledger.store import LedgerError
+from docket_git.repo import files
 
 SESSION = "session-start"
 GUARD = "pre-tool-use"
@@ -206,19 +207,40 @@ def install(agent: str, root: Path, *, user: bool = False, docket: str | None = 
     """
     spec = AGENTS[agent]
     path = spec.path(root, user=user)
+    inside = None if user else root  # a project file is committed: untrusted, never through a link
     existing: dict = {}
-    if path.exists():
+    try:
+        text = _read_settings(path, inside)
+    except OSError as exc:
+        raise LedgerError(f"cannot read {path}: {exc.strerror}") from None
+    if text is not None:
         try:
-            existing = json.loads(path.read_text() or "{}")
-        except (OSError, ValueError) as exc:
+            existing = json.loads(text or "{}")
+        except (ValueError, RecursionError) as exc:
             raise LedgerError(f"{path} is not valid JSON ({exc}); fix or move it, then re-run") from None
         if not isinstance(existing, dict):
             raise LedgerError(f"{path} does not hold a JSON object; fix or move it, then re-run")
     merged, added = merge_settings(existing, spec.build(docket if user else None))
     if added:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, (json.dumps(merged, indent=2, ensure_ascii=False) + "\n").encode())
+        try:
+            files.make_dirs(path.parent, inside)
+            files.write_replace(path, (json.dumps(merged, indent=2, ensure_ascii=False) + "\n").encode(), inside)
+        except OSError as exc:
+            raise LedgerError(f"cannot write {path}: {exc.strerror}") from None
     return path, added
+
+
+def _read_settings(path: Path, root: Path | None) -> str | None:
+    """A settings file's text (None when missing): a project file (root given) only as a regular file, capped.
+
+    A user-level file (root None) is the user's own and may be a link (dotfile managers make them).
+    """
+    try:
+        if root is None:
+            return path.read_text(encoding="utf-8", errors="replace")
+        return files.read_text(path, root)
+    except FileNotFoundError:
+        return None
 
 
 #: What a user must know about an agent once docket's hooks are in its settings.
@@ -247,11 +269,11 @@ def notes(root: Path) -> list[str]:
     for name, where in wired(root).items():
         if where is None:
             continue
-        try:
-            data = json.loads(Path(where).read_text())
-        except (OSError, ValueError):
-            continue
         user = not Path(where).resolve().is_relative_to(root.resolve())
+        try:
+            data = json.loads(_read_settings(Path(where), None if user else root) or "")
+        except (OSError, ValueError, RecursionError, LedgerError):
+            continue
         hooks = data.get("hooks", {}) if isinstance(data, dict) else {}
         current = {c for entries in hooks.values() if isinstance(entries, list) for e in entries for c in _commands(e)}
         wanted = {c for entries in AGENTS[name].settings["hooks"].values() for e in entries for c in _commands(e)}
@@ -273,8 +295,8 @@ def wired(root: Path) -> dict[str, str | None]:
         for user in (False, True):
             path = spec.path(root, user=user)
             try:
-                data = json.loads(path.read_text())
-            except (OSError, ValueError):
+                data = json.loads(_read_settings(path, None if user else root) or "")
+            except (OSError, ValueError, RecursionError, LedgerError):
                 continue
             hooks = data.get("hooks") if isinstance(data, dict) else None
             if isinstance(hooks, dict) and any(

@@ -95,9 +95,9 @@ def migrate(
         return
     entries = _read_map(map_file) if map_file is not None else None
     writes = not dry_run and emit_map is None
-    with store.locked(path, exclusive=writes):
+    with store.locked(path, exclusive=writes) as fd:
         try:
-            data = path.read_bytes()
+            data = store.current_bytes(path, fd)
         except OSError as exc:
             fail(f"cannot read {path}: {exc.strerror}")
         try:

@@ -4,7 +4,7 @@ Both docket's ledger index (``ledger.index``) and the typed ledgers'
 projections (``typed.replay``) live here: one placement in the user cache
 dir, one stat-based proof, one lock, one read-only query path.
 
-Self-contained (stdlib ``sqlite3`` and platformdirs only) so that any
+Self-contained (stdlib ``sqlite3``, platformdirs and ``repo.files`` for the safe read) so that any
 append-only file docket keeps can be projected the same way: a caller gives
 the source file, a fingerprint of everything else the projection depends on
 (code version, declaration), a ``build`` that fills an empty database from the
@@ -27,6 +27,8 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from docket_git.repo import files
 
 Build = Callable[[sqlite3.Connection, bytes], None]
 Extend = Callable[[sqlite3.Connection, bytes, int], bool]
@@ -106,7 +108,7 @@ def ensure(source: Path, db_path: Path, fingerprint: str, build: Build, extend: 
     if row is not None and row[5] == fingerprint and tuple(row[:4]) == _stat(source):
         return "current"
     try:
-        data = source.read_bytes()
+        data = files.read_bytes(source, None, files.LEDGER_CAP)  # never through a link, never unbounded
     except FileNotFoundError:
         data = b""
     digest = hashlib.sha256(data).hexdigest()

@@ -555,11 +555,18 @@ def _write_at(path: Path, original: bytes, offset: int, payload: bytes) -> None:
 
 
 def write_synced(path: Path, data: bytes) -> None:
-    """Write data to path (created or truncated) and fsync it before returning."""
-    with open(path, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
+    """Write data to a fresh file at path (whatever was there is removed first, never written through) and fsync it.
+
+    For docket's own scratch files beside the ledger (``ledger.jsonl.migrating``):
+    a committed link by that name is unlinked, not followed.
+    """
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    fd = files.open_fd(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, root_of(path))
+    try:
+        files.write_all(fd, data)
+    finally:
+        os.close(fd)
 
 
 def fsync_dir(directory: Path) -> None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from docket_git.merging.driver import CannotMerge, merge_ledger
+from docket_git.repo import files
 
 
 class NotResolved(Exception):
@@ -150,12 +151,11 @@ def resolve(root: Path, path: str) -> tuple[bytes, Resolution]:
 def write_and_stage(root: Path, path: str, data: bytes) -> None:
     """Write the resolved ledger (atomically) and stage it; raises NotResolved if git refuses."""
     target = root / path
-    tmp = target.with_name(f".{target.name}.resolve.{os.getpid()}.tmp")
     try:
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
+        files.write_replace(target, data, root)  # never through a link at target, mode kept
+    except files.UnsafePath as exc:
+        raise NotResolved(str(exc)) from None
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise NotResolved(f"cannot write {target}: {exc.strerror}") from None
     out = _git(root, "add", "--", path)
     if out.returncode != 0:

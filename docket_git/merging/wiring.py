@@ -15,7 +15,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from docket_git.repo import gitio
+from docket_git.errors import LedgerError
+from docket_git.merging import precommit
+from docket_git.repo import files, gitio
 
 ATTRIBUTE_PATTERN = ".docket/**/*.jsonl"
 #: ``-text``: git never converts a ledger's line ends (the format is LF only, see docs/merging.md).
@@ -104,19 +106,26 @@ def _attributes_assign(root: Path) -> bool:
 
 def _gitattributes_mentions(root: Path) -> bool:
     try:
-        text = (root / ".gitattributes").read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return False
+        text = files.read_text(root / ".gitattributes", root)
+    except (OSError, LedgerError):
+        return False  # missing, or a link / special file docket will not read
     return any("merge=docket" in line.split() for line in text.splitlines() if not line.lstrip().startswith("#"))
 
 
-def _append_line(path: Path, line: str) -> str | None:
-    """Append line to path (after a newline if needed); the reason when it could not."""
+def _append_line(path: Path, root: Path, line: str) -> str | None:
+    """Add line at the end of path (after a newline if needed); the reason when it could not.
+
+    Read and replaced through ``repo.files``: a committed link at path (say
+    ``.gitattributes -> ../.bashrc``) or a special file raises ``UnsafePath``
+    and nothing is written anywhere.
+    """
     try:
-        existing = path.read_bytes() if path.exists() else b""
+        try:
+            existing = files.read_bytes(path, root)
+        except FileNotFoundError:
+            existing = b""
         sep = b"" if not existing or existing.endswith(b"\n") else b"\n"
-        with open(path, "ab") as handle:
-            handle.write(sep + line.encode() + b"\n")
+        files.write_replace(path, existing + sep + line.encode() + b"\n", root)
     except OSError as exc:
         return f"docket: could not update {path}: {exc.strerror}"
     return None
@@ -130,8 +139,8 @@ def ensure_attributes(root: Path) -> str:
             return f"docket: {path} already routes ledgers to the docket merge driver"
         # An older init wrote merge=docket alone: add the line-end rule.
         line = f"{ATTRIBUTE_PATTERN} -text"
-        return _append_line(path, line) or f"docket: added '{line}' to {path} (ledgers are LF only); commit it"
-    return _append_line(path, ATTRIBUTE_LINE) or f"docket: added '{ATTRIBUTE_LINE}' to {path}; commit it"
+        return _append_line(path, root, line) or f"docket: added '{line}' to {path} (ledgers are LF only); commit it"
+    return _append_line(path, root, ATTRIBUTE_LINE) or f"docket: added '{ATTRIBUTE_LINE}' to {path}; commit it"
 
 
 # -- the driver -----------------------------------------------------------------------
@@ -214,9 +223,10 @@ def _is_ours(path: Path) -> bool:
 
 def _framework_runs_check(root: Path) -> bool:
     try:
-        return "docket-check" in (root / PRE_COMMIT_CONFIG).read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        text = files.read_text(root / PRE_COMMIT_CONFIG, root)
+    except (OSError, LedgerError):
         return False
+    return precommit.runs_guard(text)  # a hooks entry with id: docket-check, not a mere mention
 
 
 def _hook_state(root: Path) -> tuple[Path | None, str]:

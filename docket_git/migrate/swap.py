@@ -15,6 +15,7 @@ from pathlib import Path
 from docket_git.errors import LedgerError
 from docket_git.ledger import store
 from docket_git.migrate.schema1 import BackupConflict
+from docket_git.repo import files
 
 # -- writing -------------------------------------------------------------------------
 
@@ -33,9 +34,11 @@ def backup_conflict(path: Path, original: bytes) -> str | None:
     """Why the backup slot is taken, or None when it is free or holds this very original."""
     backup = backup_path(path)
     try:
-        kept = backup.read_bytes()
+        kept = files.read_bytes(backup, store.root_of(path), files.LEDGER_CAP)
     except FileNotFoundError:
         return None
+    except LedgerError as exc:
+        return str(exc)
     except OSError as exc:
         return f"cannot read {backup}: {exc.strerror}"
     if kept == original:
@@ -54,7 +57,7 @@ def write_temp(path: Path, original: bytes, new: bytes) -> None:
 def keep_backup(path: Path, original: bytes, new: bytes) -> None:
     """Step 2: the original at ``ledger.jsonl.schema1`` (a hard link when the file system allows)."""
     backup = backup_path(path)
-    if not backup.exists():  # else backup_conflict() found it identical to the original
+    if not os.path.lexists(backup):  # else backup_conflict() found it identical to the original
         try:
             os.link(path, backup)
         except OSError:

@@ -71,6 +71,32 @@ def check_dirs(path: Path, root: Path | None) -> None:
             raise _refuse(here, "is not a directory", f"Move it aside: mv {here} {here}.bak")
 
 
+def make_dirs(directory: Path, root: Path | None) -> None:
+    """Create directory and its missing parents below root, refusing a link or a file on the way.
+
+    ``mkdir -p`` would follow a committed link (``.github -> ~``) and create
+    directories outside the repository; here each part is created or checked
+    with ``lstat`` in turn. Outside root (or without one) it is a plain ``mkdir -p``.
+    """
+    try:
+        rel = directory.relative_to(root) if root is not None else None
+    except ValueError:
+        rel = None
+    if rel is None or root is None:
+        directory.mkdir(parents=True, exist_ok=True)
+        return
+    here = root
+    for part in rel.parts:
+        here = here / part
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(here)
+        mode = os.lstat(here).st_mode
+        if stat.S_ISLNK(mode):
+            raise _refuse(here, "is a symbolic link", f"Replace it with a real directory: rm {here} && mkdir {here}")
+        if not stat.S_ISDIR(mode):
+            raise _refuse(here, "is not a directory", f"Move it aside: mv {here} {here}.bak")
+
+
 def open_fd(path: Path, flags: int, root: Path | None = None, mode: int = 0o644) -> int:
     """os.open without following a link at path (or in its directories below root); a regular file only."""
     check_dirs(path, root)
@@ -92,6 +118,14 @@ def open_fd(path: Path, flags: int, root: Path | None = None, mode: int = 0o644)
         kind = "is a directory" if stat.S_ISDIR(info.st_mode) else "is not a regular file"
         raise _refuse(path, kind, f"Move it aside: mv {path} {path}.bak")
     return fd
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte of data to fd (os.write may write less than asked), then fsync it."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.fsync(fd)
 
 
 def read_bytes(path: Path, root: Path | None = None, cap: int = SMALL_CAP) -> bytes:

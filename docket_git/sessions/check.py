@@ -13,7 +13,10 @@ import os
 import sys
 from pathlib import Path
 
+from docket_git.errors import LedgerError
+from docket_git.repo import files
 from docket_git.sessions import fmt
+from docket_git.sessions.files import MAX_BYTES
 
 LEDGER_DIR = "context-ledger"
 MOVABLE = ("last_updated", "schema_version")
@@ -82,7 +85,11 @@ def worktree_faults(root: Path) -> tuple[int, list[str]]:
         if entry.is_symlink() or not entry.is_file():
             faults.append(f"{rel}: not a regular file (a symlink?); a session file must be a plain file")
             continue
-        text = _decode(entry.read_bytes())
+        try:
+            text = _decode(files.read_bytes(entry, root, MAX_BYTES))
+        except (OSError, LedgerError) as exc:
+            faults.append(f"{rel}: cannot read: {getattr(exc, 'strerror', None) or exc}")
+            continue
         if text is None:
             faults.append(f"{rel}: not UTF-8")
             continue

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from docket_git.ledger.recording import UsageError
 from docket_git.ledger.store import LedgerError
+from docket_git.repo import files
 from docket_git.sessions import fmt
 
 DEFAULT_DIR = "context-ledger"
@@ -206,16 +207,34 @@ def parse_steps(value: str) -> list[str]:
     return list(dict.fromkeys(steps))
 
 
+def _make_dir(cwd: Path, directory: Path) -> None:
+    """Create a session directory; inside a repository no committed link on the way is followed."""
+    from docket_git.ledger.store import find_repo_root
+
+    try:
+        files.make_dirs(directory, find_repo_root(cwd))
+    except OSError as exc:
+        raise LedgerError(f"cannot create {directory}: {exc.strerror}") from None
+
+
+def _checked_dir(cwd: Path, directory: Path) -> None:
+    """Refuse a session directory that is, or sits below, a link inside the repository."""
+    from docket_git.ledger.store import find_repo_root
+
+    refuse_symlink(directory, "session directory")
+    files.check_dirs(directory / "x", find_repo_root(cwd))
+
+
 def _ledger_dir(cwd: Path, ledger_dir: str | None, *, create: bool) -> Path:
     directory = Path(ledger_dir) if ledger_dir else default_dir(cwd)
     if not directory.is_absolute():
         directory = cwd / directory
-    refuse_symlink(directory, "session directory")
+    _checked_dir(cwd, directory)
     if not directory.exists():
         if not create:
             shown = ledger_dir if ledger_dir else f"{DEFAULT_DIR}/"
             raise LedgerError(f"Directory {shown} not found (pass --create-dir to create it)")
-        directory.mkdir(parents=True)
+        _make_dir(cwd, directory)
     if not directory.is_dir():
         raise LedgerError(f"{directory} is not a directory")
     return directory
@@ -281,11 +300,11 @@ def _init_legacy(cwd: Path, target_dir: str, meta: dict[str, str], create_dir: b
     directory = Path(target_dir)
     if not directory.is_absolute():
         directory = cwd / directory
-    refuse_symlink(directory, "session directory")
+    _checked_dir(cwd, directory)
     if not directory.is_dir():
         if not create_dir:
             raise LedgerError(f"Directory {target_dir} not found (pass --create-dir to create it)")
-        directory.mkdir(parents=True)
+        _make_dir(cwd, directory)
     path = directory / fmt.LEGACY_NAME
     with dir_locked(directory):
         try:

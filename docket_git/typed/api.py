@@ -11,6 +11,7 @@ from pathlib import Path
 
 from docket_git.ledger import db, store
 from docket_git.ledger.store import LedgerError
+from docket_git.repo import files
 from docket_git.typed import canonical, cite, declare, envelope, ops, replay
 from docket_git.typed.declare import Ledger
 
@@ -68,11 +69,9 @@ def database(root: Path, ledger: Ledger) -> Path:
 
 def _regular(path: Path) -> None:
     """Refuse a ledger file that is a symlink or not a regular file (a cloned repository is untrusted input)."""
+    files.check_dirs(path, path.parent.parent.parent)
     if path.is_symlink() or (path.exists() and not path.is_file()):
         raise LedgerError(f"{path} is not a regular file (a symlink?); typed ledgers are never read through links")
-    for parent in (path.parent, path.parent.parent):
-        if parent.is_symlink():
-            raise LedgerError(f"{parent} is a symlink; typed ledgers are never read through links")
 
 
 def _ensure(root: Path, ledger: Ledger) -> Path:
@@ -122,7 +121,10 @@ def append(root: Path, ledger: Ledger, operations: list[object], *, txn: str | N
         checked.append(op)
     txn = txn or default_txn()
     path = ledger_file(root, ledger.name)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        files.make_dirs(path.parent, root)
+    except OSError as exc:
+        raise LedgerError(f"cannot create {path.parent}: {exc.strerror}") from None
     dbp = database(root, ledger)
     with store.locked(path, exclusive=True), db.lock(dbp):
         _ensure(root, ledger)
@@ -188,23 +190,20 @@ def _torn(path: Path) -> bool:
     """The file ends in a torn line (a crash mid-write): an append first ends that line, so it stays a
     diagnostic of its own rather than swallowing the new record."""
     try:
-        with open(path, "rb") as handle:
-            size = handle.seek(0, os.SEEK_END)
-            if not size:
-                return False
-            handle.seek(size - 1)
-            return handle.read(1) != b"\n"
+        fd = files.open_fd(path, os.O_RDONLY, path.parent.parent.parent)
     except FileNotFoundError:
         return False
+    try:
+        size = os.fstat(fd).st_size
+        return bool(size) and os.pread(fd, 1, size - 1) != b"\n"
+    finally:
+        os.close(fd)
 
 
 def _write(path: Path, payload: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    fd = files.open_fd(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, path.parent.parent.parent)
     try:
-        view = memoryview(payload)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        files.write_all(fd, payload)
     finally:
         os.close(fd)
 
@@ -255,7 +254,7 @@ def compact(root: Path, ledger: Ledger) -> tuple[int, int]:
     with store.locked(path, exclusive=True):
         _regular(path)
         try:
-            data = path.read_bytes()
+            data = files.read_bytes(path, root, files.LEDGER_CAP)
         except FileNotFoundError:
             raise LedgerError(f"ledger '{ledger.name}' has no file yet ({path})") from None
         records, diags = envelope.read(data)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from docket_git.ledger.store import LedgerError
+from docket_git.repo import files
 from docket_git.typed import canonical
 
 TYPES = ("log", "set", "map", "table", "counter", "notes")
@@ -131,9 +132,13 @@ def parse_one(name: str, table: object, root: Path, where: str) -> Ledger:
         import json
 
         try:
-            schema = json.loads((root / rel).read_text(encoding="utf-8"))
+            schema = json.loads(files.read_bytes(root / rel, root).decode("utf-8"))
+        except files.UnsafePath as exc:
+            raise DeclarationError(f"{here}.schema_file: {exc}") from None
         except OSError as exc:
             raise DeclarationError(f"{here}.schema_file: cannot read {rel}: {exc.strerror}") from None
+        except RecursionError:
+            raise DeclarationError(f"{here}.schema_file: {rel} is nested too deeply to be a schema") from None
         except ValueError as exc:
             raise DeclarationError(f"{here}.schema_file: {rel} is not JSON: {exc}") from None
         key_name = "schema_file"
@@ -150,9 +155,11 @@ def load(root: Path) -> dict[str, Ledger]:
     """Every ledger declared in root's ``.docket/config.toml`` (none when there is no file)."""
     path = root / CONFIG
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = files.read_bytes(path, root).decode("utf-8")
     except FileNotFoundError:
         return {}
+    except files.UnsafePath:
+        raise
     except OSError as exc:
         raise DeclarationError(f"cannot read {path}: {exc.strerror}") from None
     except UnicodeDecodeError:
