@@ -33,6 +33,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "graph": ("docket graph --open", "docket graph --json"),
     "export": ("docket export --format mermaid --since origin/main",),
     "completion": ("source <(docket completion bash)",),
+    "sql": (
+        "docket sql \"SELECT kind, count(*) FROM records GROUP BY kind\"",
+        "docket sql --schema",
+    ),
     "resolve-conflict": ("docket resolve-conflict --dry-run", "docket resolve-conflict"),
     "session init": ("docket session init --system agsy --workflow audit --project billing --steps 0,1,2",),
     "session write": (
