@@ -34,7 +34,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "export": ("docket export --format mermaid --since origin/main",),
     "completion": ("source <(docket completion bash)",),
     "sql": (
-        "docket sql \"SELECT kind, count(*) FROM records GROUP BY kind\"",
+        'docket sql "SELECT kind, count(*) FROM records GROUP BY kind"',
         "docket sql --schema",
     ),
     "resolve-conflict": ("docket resolve-conflict --dry-run", "docket resolve-conflict"),
