@@ -15,6 +15,19 @@ import gc
 import os
 import sys
 
+#: Commands with a Typer-free parser (``cli/spec``): leading words -> (module whose ``fast_main`` runs
+#: them, whether it takes the last of those words, e.g. the record kind). ``fast_main`` returns None
+#: for anything it does not take for certain, and Typer gets the arguments.
+LIGHT: dict[tuple[str, ...], tuple[str, bool]] = {
+    ("context",): ("docket_git.cli.context", False),
+    **{(kind,): ("docket_git.cli.record", True) for kind in ("claim", "decision", "question", "record")},
+    ("show",): ("docket_git.cli.show", False),
+    ("ledger", "append"): ("docket_git.cli.ledger_fast", True),
+    ("ledger", "query"): ("docket_git.cli.ledger_fast", True),
+    ("session", "write"): ("docket_git.cli.session_fast", False),
+    ("sql",): ("docket_git.cli.sql", False),
+}
+
 
 def _exit_now(code: int) -> None:
     """Flush and end the process without tearing down its objects.
@@ -58,42 +71,16 @@ def main(argv: list[str] | None = None) -> None:
         from docket_git.agents.hooks import main as hook_main
 
         _exit_now(hook_main(args[1:]))
-    if args[:1] == ["context"]:
-        from docket_git.cli.context import fast_main
-
-        code = fast_main(args[1:])
-        if code is not None:
-            _exit_now(code)
-    if args[:1] in (["claim"], ["decision"], ["question"], ["record"]):
-        from docket_git.cli.record import fast_main as record_main
-
-        code = record_main(args[0], args[1:])
-        if code is not None:
-            _exit_now(code)
-    if args[:1] == ["show"]:
-        from docket_git.cli.show import fast_main as show_main
-
-        code = show_main(args[1:])
-        if code is not None:
-            _exit_now(code)
-    if args[:2] in (["ledger", "append"], ["ledger", "query"]):
-        from docket_git.cli.ledger_fast import fast_main as ledger_main
-
-        code = ledger_main(args[1], args[2:])
-        if code is not None:
-            _exit_now(code)
-    if args[:2] == ["session", "write"]:
-        from docket_git.cli.session_fast import fast_main as session_main
-
-        code = session_main(args[2:])
-        if code is not None:
-            _exit_now(code)
-    if args[:1] == ["sql"]:
-        from docket_git.cli.sql import fast_main as sql_main
-
-        code = sql_main(args[1:])
-        if code is not None:
-            _exit_now(code)
+    for words in (tuple(args[:2]), tuple(args[:1])):
+        route = LIGHT.get(words)
+        if route is not None:
+            module, named = route
+            fast_main = __import__(module, fromlist=["fast_main"]).fast_main  # the import statement's path
+            rest = args[len(words) :]
+            code = fast_main(words[-1], rest) if named else fast_main(rest)
+            if code is not None:
+                _exit_now(code)
+            break
     if args == ["--version"]:
         from docket_git import __version__
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from docket_git.cli.spec import Arg, Command, Opt
-from docket_git.errors import UsageError, guarded
+from docket_git.errors import UsageError
 
 TXN = Opt(
     "--txn",
@@ -120,7 +120,4 @@ RUN = {"append": run_append, "query": run_query}
 
 def fast_main(sub: str, args: list[str]) -> int | None:
     """Run ``docket ledger SUB ARGS`` when the light parser takes them; None to hand them to Typer."""
-    values = COMMANDS[sub].parse(args)
-    if values is None:
-        return None
-    return guarded(lambda: RUN[sub](values))
+    return COMMANDS[sub].run_light(args, RUN[sub])

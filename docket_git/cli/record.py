@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from docket_git.cli.spec import Arg, Command, Opt
-from docket_git.errors import UsageError, guarded, warn
+from docket_git.errors import UsageError, warn
 from docket_git.ledger import canonical, project, recording, store
 
 PANEL = "Record"
@@ -254,10 +254,7 @@ def run(kind: str, values: dict[str, Any]) -> None:
 
 def fast_main(kind: str, args: list[str]) -> int | None:
     """Run ``docket KIND ARGS`` when the light parser takes them; None to hand them to Typer."""
-    values = COMMANDS[kind].parse(args)
-    if values is None:
-        return None
-    return guarded(lambda: run(kind, values))
+    return COMMANDS[kind].run_light(args, lambda values: run(kind, values))
 
 
 def register(app: Any) -> None:

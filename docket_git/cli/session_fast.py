@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from docket_git.cli.spec import Command, Opt
-from docket_git.errors import UsageError, guarded
+from docket_git.errors import UsageError
 
 WRITE = Command(
     "write",
@@ -95,10 +95,7 @@ def claim(session: Path, text: str, line: str, *, dry_run: bool) -> Path:
 
 def fast_main(args: list[str]) -> int | None:
     """Run ``docket session write ARGS`` when the light parser takes them; None to hand them to Typer."""
-    values = WRITE.parse(args)
-    if values is None:
-        return None
-    return guarded(lambda: run_write(values))
+    return WRITE.run_light(args, run_write)
 
 
 def register(session_app: Any) -> None:

@@ -126,6 +126,15 @@ class Command:
             return None
         return values
 
+    def run_light(self, argv: list[str], run: Callable[[dict[str, Any]], None]) -> int | None:
+        """Run a plain invocation through ``run`` behind ``errors.guarded`` (its exit code); None for Typer."""
+        from docket_git.errors import guarded
+
+        values = self.parse(argv)
+        if values is None:
+            return None
+        return guarded(lambda: run(values))
+
     def register(self, app: Any, run: Callable[[dict[str, Any]], None]) -> None:
         """Add this command to a Typer app; it calls ``run`` with the same values ``parse`` gives."""
         import typer

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from docket_git.cli.spec import Arg, Command, Opt
-from docket_git.errors import UsageError, guarded, notice
+from docket_git.errors import UsageError, notice
 from docket_git.ledger import db, index, store
 
 COMMAND = Command(
@@ -104,10 +104,7 @@ def _query(conn: sqlite3.Connection, statement: str) -> tuple[list[str], list[tu
 
 def fast_main(args: list[str]) -> int | None:
     """Run ``docket sql`` without Typer when the light parser takes the arguments; None otherwise."""
-    values = COMMAND.parse(args)
-    if values is None:
-        return None
-    return guarded(lambda: run(values))
+    return COMMAND.run_light(args, run)
 
 
 def register(app: Any) -> None:
