@@ -142,7 +142,7 @@ def ledger_bytes(records: list[dict]) -> bytes:
 def write(n: int, path: Path, seed: int = 7) -> Path:
     """Generate, validate with the core's validator, and write a ledger of n records."""
     data = ledger_bytes(generate(n, seed))
-    snap = store.parse(path, data, use_cache=False)  # raises LedgerError on any fault
+    snap = store.parse(path, data)  # raises LedgerError on any fault
     assert len(snap.records) == n
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)

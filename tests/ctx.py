@@ -37,7 +37,7 @@ def module_ledger(n: int) -> list[dict]:
 def snapshot(records: list[dict]) -> store.Snapshot:
     """A validated snapshot of records written as canonical ledger lines."""
     data = b"".join(canonical.line(r) for r in records)
-    return store.parse(Path("repo/.docket/ledger.jsonl"), data, use_cache=False)
+    return store.parse(Path("repo/.docket/ledger.jsonl"), data)
 
 
 def brief(records: list[dict], *, settings: Settings | None = None, **request) -> str:

@@ -111,18 +111,23 @@ def test_delta_degrades_to_index_lines_within_the_ceiling() -> None:
         assert "more changed records" in text and "more; docket list" in text
 
 
-def test_revision_through_the_cache_is_the_digest_of_the_bytes(env: dict[str, str], tmp_path) -> None:
-    from docket_git.ledger import store
+def test_revision_through_the_index_is_the_digest_of_the_bytes(env: dict[str, str], tmp_path) -> None:
+    from docket_git.ledger import index
 
     path = tmp_path / "repo" / ".docket" / "ledger.jsonl"
     path.parent.mkdir(parents=True)
     records = ledger()
     data = b"".join(canonical.line(r) for r in records[:3])
     path.write_bytes(data)
-    first = store.read(path)  # validates everything, fills the cache
-    second = store.read(path)  # prefix from the cache
+    first = index.read(path)  # validates everything, builds the index
+    second = index.read(path)  # proven current: nothing validated
     assert first.revision() == second.revision() == hashlib.sha256(data).hexdigest()
+    with index.opened(path) as ix:
+        assert index.revision(ix) == (hashlib.sha256(data).hexdigest(), len(data))  # computed once, then filed
+    assert index.read(path).hashed == (len(data), hashlib.sha256(data).hexdigest())
     grown = data + b"".join(canonical.line(r) for r in records[3:]) + b"\n"  # and a blank line
     path.write_bytes(grown)
-    assert store.read(path).revision() == hashlib.sha256(grown[:-1]).hexdigest()
-    assert store.read(path).prefix_digest(2) == hashlib.sha256(data).hexdigest()
+    assert index.read(path).revision() == hashlib.sha256(grown[:-1]).hexdigest()
+    with index.opened(path) as ix:
+        assert index.revision(ix)[0] == hashlib.sha256(grown[:-1]).hexdigest()
+    assert index.read(path).prefix_digest(2) == hashlib.sha256(data).hexdigest()

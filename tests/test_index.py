@@ -26,6 +26,17 @@ def encode(records: list[dict]) -> bytes:
 def expected(data: bytes, records: list[dict]) -> dict:
     """What the index must hold for these records, computed from scratch by ``ledger.project``."""
     views = project.project(records)
+    degree: dict[str, int] = {}
+    for r in records:
+        cited = [t for g in r.get("supports") or () for t in g] + [
+            *(r.get("depends_on") or ()),
+            *(r.get("answers") or ()),
+        ]
+        for t in cited:
+            degree[t] = degree.get(t, 0) + 1
+    for v in views:
+        for resolver in v["resolved_by"]:
+            degree[resolver] = degree.get(resolver, 0) + 1
     rows = []
     offset = 0
     for seq, (record, view) in enumerate(zip(records, views, strict=True)):
@@ -43,6 +54,7 @@ def expected(data: bytes, records: list[dict]) -> dict:
                 record["text"],
                 offset,
                 len(line),
+                degree.get(record["id"], 0),
             )
         )
         offset += len(line) + 1
@@ -66,8 +78,8 @@ def expected(data: bytes, records: list[dict]) -> dict:
 
 def actual(conn: sqlite3.Connection) -> dict:
     rows = conn.execute(
-        "SELECT seq, id, kind, recorded_state, state, retired_by, applicable, pinned, text, line_offset, line_length "
-        "FROM records ORDER BY seq"
+        "SELECT seq, id, kind, recorded_state, state, retired_by, applicable, pinned, text, line_offset, line_length, "
+        "degree FROM records ORDER BY seq"
     ).fetchall()
     blocked: dict[str, list[str]] = {}
     for rid, b in conn.execute("SELECT decision, blocker FROM blocked_by ORDER BY decision, position"):

@@ -65,7 +65,7 @@ def test_fields_come_from_question_answer_and_provenance():
 
 def test_output_is_a_valid_schema_2_ledger_in_canonical_form(tmp_path: Path):
     result = converted(every_shape())
-    snap = store.parse(tmp_path / "ledger.jsonl", result.data, use_cache=False)
+    snap = store.parse(tmp_path / "ledger.jsonl", result.data)
     assert [r["id"] for r in snap.records] == ["q1", "d2", "d3", "d4", "d5", "q6", "d7", "d8"]
     assert result.data == b"".join(canonical.line(r) for r in snap.records)
 
@@ -606,7 +606,7 @@ def test_any_schema_1_ledger_migrates_to_a_valid_ledger_or_stops_with_named_reas
         entries, _ = mapping.derive_map(v1.sources(v1.parse(data)[1]))
         assert set(entries) == {r["id"] for r in ledger}  # emit-map still works
         return
-    snap = store.parse(Path("ledger.jsonl"), result.data, use_cache=False)
+    snap = store.parse(Path("ledger.jsonl"), result.data)
     assert [r["legacy"]["source_id"] for r in snap.records] == [r["id"] for r in ledger]
     assert v1.schema_of(result.data) == 2
     assert convert.is_migration_of(data, result.data)

@@ -1,9 +1,8 @@
-"""The outline cache: whatever path load takes (fresh, exact hit, grown, rebuilt), it equals a full build."""
+"""The outline read from the ledger index equals the outline built from the records, whatever the index went through."""
 
 from __future__ import annotations
 
 import contextlib
-import marshal
 import os
 import tempfile
 from collections.abc import Iterator
@@ -12,29 +11,44 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docket_git.context import outline as outline_mod
-from docket_git.context.outline import Outline, records_end
-from docket_git.ledger import canonical
+from docket_git.context.outline import Outline
+from docket_git.ledger import canonical, index
 
-from .test_context_properties import ledgers
+from .ctx import brief
+from .test_context_properties import REQUESTS, ledgers
 
 
 def facts(o: Outline) -> dict:
-    """Everything an outline holds, in comparable form (lists keep their order)."""
+    """Everything an outline holds, in comparable form (lists keep their order).
+
+    Maps an index-backed outline fills on demand are read key by key, for
+    every record; a reverse index may name a citing record twice (it cites
+    and is resolved), which expansion reads once.
+    """
     d = o.derived
+    ids = o.ids
+
+    def by_key(lazy, keys) -> dict:
+        out = {}
+        for rid in keys:
+            value = lazy.get(rid)
+            if value:
+                out[rid] = list(dict.fromkeys(value))
+        return out
+
     return {
         "ids": o.ids,
         "pos": o.pos,
         "live": o.live,
         "current": o.current,
         "retired_by": d.retired_by,
-        "blocked": d.blocked,
-        "resolved_by": d.resolved_by,
+        "blocked": {rid: list(d.blocked[rid]) for rid in ids if rid[0] == "d"},
+        "resolved_by": by_key(d.resolved_by, ids),
         "degrees": o.degrees,
-        "incoming": o.incoming,
+        "incoming": by_key(o.incoming, ids),
         "pinned": o.pinned,
-        "scopes": o.scopes,
-        "depends": o.depends,
+        "scopes": {scope: list(o.scopes[scope]) for scope in o.scopes if o.scopes[scope]},
+        "depends": by_key(o.depends, ids),
         "records": {rid: o.records[rid] for rid in o.ids},
     }
 
@@ -64,43 +78,38 @@ def cache_home() -> Iterator[Path]:
                 os.environ["XDG_CACHE_HOME"] = old
 
 
-def loaded(path: Path, data: bytes, *, validated: bool = False) -> Outline:
-    """The outline through the cache; ``validated`` also hands it the records store validation decoded."""
-    from docket_git.ledger import store
-
+def loaded(path: Path, data: bytes) -> dict:
+    """The facts of the outline read from the index of path once it holds data."""
     path.write_bytes(data)
-    end = records_end(data, len(data))
-    parsed = None
-    if validated:
-        snap = store.parse(path, data, records=False)
-        parsed = (snap.tail_from, snap.tail, snap.tail_ends)
-    return outline_mod.load(path, data, end, canonical.sha256(data[:end]), parsed)
+    with index.opened(path) as ix:
+        return facts(Outline.from_index(ix))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     records=ledgers(),
-    cuts=st.lists(st.integers(0, 70), min_size=1, max_size=3),
+    steps=st.lists(st.tuples(st.integers(0, 70), st.booleans()), min_size=1, max_size=4),
     blanks=st.sets(st.integers(0, 70), max_size=4),
-    validated=st.booleans(),
 )
-def test_load_after_growth_equals_a_full_build(
-    records: list[dict], cuts: list[int], blanks: set[int], validated: bool
+def test_the_outline_from_the_index_equals_a_full_build(
+    records: list[dict], steps: list[tuple[int, bool]], blanks: set[int]
 ) -> None:
+    """Whatever the index went through (growth, a rewritten tail, a deleted database), its outline is the build's."""
     with cache_home() as tmp:
         path = tmp / "repo" / ".docket" / "ledger.jsonl"
         path.parent.mkdir(parents=True)
-        # The ledger grows through each cut, then to its full length; each step loads through the cache.
-        for cut in sorted(c for c in cuts if 0 < c < len(records)):
-            part = records[:cut]
-            assert facts(loaded(path, encode(part, blanks), validated=validated)) == facts(Outline.build(part))
-        data = encode(records, blanks)
-        expected = facts(Outline.build(records))
-        assert facts(loaded(path, data, validated=validated)) == expected
-        assert facts(loaded(path, data, validated=validated)) == expected  # the exact hit
+        for cut, other_branch in steps:
+            part = records[: min(cut, len(records))]
+            if other_branch and part:  # the same IDs, another branch's text: a rewritten tail
+                part = [*part[:-1], {**part[-1], "text": part[-1]["text"] + " (other branch)"}]
+            assert loaded(path, encode(part, blanks)) == facts(Outline.build(part))
+        if steps[0][1]:
+            for stale in tmp.rglob("*.sqlite"):
+                stale.unlink()
+        assert loaded(path, encode(records, blanks)) == facts(Outline.build(records))
 
 
-def test_grown_ledger_extends_the_cached_outline_and_a_supersession_rebuilds(tmp_path: Path, monkeypatch) -> None:
+def test_an_answer_resolves_and_a_supersession_blocks_in_the_indexed_outline(tmp_path: Path, monkeypatch) -> None:
     from .conftest import rec
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -111,28 +120,26 @@ def test_grown_ledger_extends_the_cached_outline_and_a_supersession_rebuilds(tmp
         rec("q2", "open question"),
         rec("d3", "choice", depends_on=["c1"]),
     ]
-    loaded(path, encode(base, set()))
-    rows_file = outline_mod._cache_file(path, "rows")
-    rows_before = rows_file.read_bytes()
     grown = [*base, rec("d4", "answer", answers=["q2"], depends_on=["d3"])]
+    loaded(path, encode(base, set()))
     out = loaded(path, encode(grown, set()))
-    assert out.derived.resolved_by == {"q2": ["d4"]}
-    assert out.incoming["d4"] == ["q2"]
-    assert rows_file.read_bytes() == rows_before  # extended in place: no full rebuild
+    assert out["resolved_by"] == {"q2": ["d4"]}
+    assert out["incoming"]["d4"] == ["q2"]
+    assert out == facts(Outline.build(grown))
     retiring = [*grown, rec("c5", "new premise", state="accepted", supersedes=["c1"])]
     out = loaded(path, encode(retiring, set()))
-    assert out.derived.blocked["d3"] == ["c1"]
-    assert out.derived.blocked["d4"] == ["d3", "c1"]
-    assert "q2" not in out.derived.resolved_by
-    assert rows_file.read_bytes() != rows_before  # rebuilt from the rows
+    assert out["blocked"]["d3"] == ["c1"]
+    assert out["blocked"]["d4"] == ["d3", "c1"]
+    assert "q2" not in out["resolved_by"]
+    assert out == facts(Outline.build(retiring))
 
 
 def test_records_end_skips_trailing_blank_lines() -> None:
-    assert records_end(b"", 0) == 0
-    assert records_end(b"\n \n", 3) == 0
-    assert records_end(b'{"a":1}\n\n  \n', 12) == 8
-    assert records_end(b'{"a":1}', 7) == 7
-    assert records_end(b'{"a":1}\n{"b":', 8) == 8  # a torn line past the valid bytes
+    assert index.records_end(b"", 0) == 0
+    assert index.records_end(b"\n \n", 3) == 0
+    assert index.records_end(b'{"a":1}\n\n  \n', 12) == 8
+    assert index.records_end(b'{"a":1}', 7) == 7
+    assert index.records_end(b'{"a":1}\n{"b":', 8) == 8  # a torn line past the valid bytes
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -150,30 +157,33 @@ def test_since_from_the_outline_equals_the_full_delta(
         path.parent.mkdir(parents=True)
         data = encode(records, set())
         path.write_bytes(data)
-        snap = store.parse(path, data, use_cache=False)
+        snap = store.parse(path, data)
         rid = records[at]["id"]
         since = rid if bare else f"{rid}@{canonical.short(snap.prefix_digest(at))}"
         expected = compose_delta(snap, defaults(), records[: at + 1], since, identity="repo", max_chars=budget)
         assert build_briefing(ledger=path, since=since, max_chars=budget).text == expected
 
 
-def test_a_damaged_cache_costs_a_rebuild_not_a_wrong_outline(tmp_path: Path, monkeypatch) -> None:
-    from .conftest import rec
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(records=ledgers(), first=st.integers(0, 70), request=REQUESTS)
+def test_the_briefing_from_the_index_equals_one_composed_from_scratch(
+    records: list[dict], first: int, request: dict
+) -> None:
+    """Issue 16's byte-identity: the index-backed briefing (after an earlier, shorter ledger) is the reference's."""
+    from docket_git.context import build_briefing
 
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    path = tmp_path / "repo" / ".docket" / "ledger.jsonl"
-    path.parent.mkdir(parents=True)
-    records = [rec("c1", state="accepted"), rec("d2", depends_on=["c1"]), rec("q3")]
-    data = encode(records, set())
-    expected = facts(Outline.build(records))
-    assert facts(loaded(path, data)) == expected
-    end = records_end(data, len(data))
-    digest = canonical.sha256(data[:end])
-    for payload in (b"\x00garbage", marshal.dumps(("wrong", "shape")), marshal.dumps(([1, 2], b"x"))):
-        # Valid headers in front of damaged payloads: both files are read, neither is trusted.
-        outline_mod._write(path, "outline", end, digest, payload)
-        outline_mod._write(path, "rows", 1, canonical.sha256(data[:1]), payload)
-        assert facts(loaded(path, data)) == expected
-    grown = [*records, rec("c4", state="accepted")]
-    outline_mod._write(path, "outline", end, digest, b"\x00garbage")
-    assert facts(loaded(path, encode(grown, set()))) == facts(Outline.build(grown))
+    with cache_home() as tmp:
+        path = tmp / "repo" / ".docket" / "ledger.jsonl"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(encode(records[:first], set()))
+        build_briefing(ledger=path, auto_scope=False)  # the index holds the shorter ledger first
+        path.write_bytes(encode(records, set()))
+        got = build_briefing(
+            ledger=path,
+            query=request.get("query", ""),
+            files=request.get("files", ()),
+            all_records=request.get("all", False),
+            max_chars=request.get("max_chars"),
+            auto_scope=False,
+        ).text
+        assert got == brief(records, **request)

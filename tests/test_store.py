@@ -1,29 +1,39 @@
-"""The store: validated-prefix cache, locking, concurrent appends."""
+"""The store and the index as its validated prefix: appends, re-validation, locking, concurrent appends."""
 
 from __future__ import annotations
 
 import json
-import marshal
+import sqlite3
 import subprocess
 from pathlib import Path
 
 from .conftest import DOCKET, Repo, rec
 
 
-def cache_files(repo: Repo) -> list[Path]:
-    return sorted(Path(repo.env["XDG_CACHE_HOME"]).glob("docket-git/prefix/*.marshal"))
+def index_files(repo: Repo) -> list[Path]:
+    return sorted(Path(repo.env["XDG_CACHE_HOME"]).glob("docket-git/index/*.sqlite"))
 
 
-def test_cache_is_written_and_used_for_appends(repo: Repo) -> None:
+def forge(repo: Repo, *statements: str) -> None:
+    """Change the ledger's index behind docket's back (to prove a command trusts it rather than re-validating)."""
+    (db,) = index_files(repo)
+    conn = sqlite3.connect(db)
+    with conn:
+        for statement in statements:
+            conn.execute(statement)
+    conn.close()
+
+
+def test_appends_validate_against_the_index_not_the_whole_file(repo: Repo) -> None:
     repo.ok("claim", "one")
-    (cache,) = cache_files(repo)
-    data = marshal.loads(cache.read_bytes())
-    assert data["length"] == repo.ledger.stat().st_size
-    assert data["max_seq"] == 1
-    # A cache whose digest matches is trusted for the prefix: a forged maximum shows it is used.
-    data["max_seq"] = 50
-    cache.write_bytes(marshal.dumps(data))
-    assert repo.ok("claim", "two").out.startswith("c51 ")
+    (db,) = index_files(repo)
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT value FROM meta WHERE key = 'length'").fetchone()[0] == repo.ledger.stat().st_size
+    conn.close()
+    # The index proves the prefix: a relation forged into it shows an append consults it.
+    forge(repo, "INSERT INTO relations VALUES ('c1', 'supersedes', 'c1', NULL)")
+    result = repo.docket("claim", "two", "--supersedes", "c1")
+    assert result.code == 1 and "c1' is already retired" in result.err
 
 
 def test_cache_is_never_trusted_over_the_file(repo: Repo) -> None:
@@ -46,14 +56,16 @@ def test_grown_file_validates_the_new_lines(repo: Repo) -> None:
     assert result.err == "docket: line 2: c2: supersedes refers to unknown or later ID 'q7'\n"
 
 
-def test_corrupt_cache_is_ignored(repo: Repo) -> None:
+def test_corrupt_index_is_ignored(repo: Repo) -> None:
     repo.ok("claim", "one")
-    (cache,) = cache_files(repo)
-    for garbage in (b"{garbage", marshal.dumps([1, 2]), marshal.dumps({"version": "2/py0.0"})):
-        cache.write_bytes(garbage)
-        assert repo.ok("list").out  # read as if there were no cache
+    (db,) = index_files(repo)
+    for garbage in (b"{garbage", b"SQLite format 3\x00" + b"\x00" * 200):
+        db.write_bytes(garbage)
+        assert repo.ok("list").out  # rebuilt as if there were no index
     assert repo.ok("claim", "two").out.startswith("c2 ")
-    assert marshal.loads(cache.read_bytes())["max_seq"] == 2
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT count(*) FROM records").fetchone()[0] == 2
+    conn.close()
 
 
 def test_concurrent_appends_get_unique_sequential_ids(repo: Repo) -> None:
@@ -78,40 +90,31 @@ def test_concurrent_appends_get_unique_sequential_ids(repo: Repo) -> None:
     assert repo.docket("check").code == 0
 
 
-def _index_facts(snap) -> tuple:
-    i = snap.index
-    return (dict(i.lines), i.retired, i.retired_at, i.max_seq, i.count, snap.records, snap.valid_length)
+def test_a_rewritten_tail_revalidates_from_the_last_matching_checkpoint(repo: Repo) -> None:
+    """A branch switch keeps the ledger's start: the index's checkpoints spare re-validating it."""
+    from docket_git.ledger import canonical
 
-
-def test_a_rewritten_tail_revalidates_from_the_last_matching_checkpoint(repo: Repo, monkeypatch) -> None:
-    """A branch switch keeps the ledger's start: the cache's checkpoints spare re-validating it."""
-    from docket_git.ledger import canonical, store
-
-    records = [rec(f"c{i}") for i in range(1, 65)]
+    records = [rec(f"c{i}", text=f"claim {i} " + "x" * 3000) for i in range(1, 65)]
     records[40] = rec("c41", supersedes=["c3"])
     main = b"".join(canonical.line(r) for r in records)
     repo.ledger.write_bytes(main)
-    repo.ok("list")  # fills the cache, with checkpoints
-    (cache,) = cache_files(repo)
-    payload = marshal.loads(cache.read_bytes())
-    assert len(payload["checkpoints"]) >= 4
+    repo.ok("list")  # builds the index, with checkpoints
+    (db,) = index_files(repo)
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0] >= 2
+    conn.close()
     # The other branch shares the first 50 records, then differs.
     other = b"".join(canonical.line(r) for r in [*records[:50], rec("c70", text="other branch"), rec("c71")])
     repo.ledger.write_bytes(other)
-    monkeypatch.setenv("XDG_CACHE_HOME", repo.env["XDG_CACHE_HOME"])
-    cached = store.parse(repo.ledger, other)
-    fresh = store.parse(repo.ledger, other, use_cache=False)
-    assert _index_facts(cached) == _index_facts(fresh)
-    assert 0 < cached.hashed[0] < len(other)  # resumed at a checkpoint inside the shared part
-    # Proof the checkpoint's index was used: a retirement forged into the cache before it shows.
-    repo.ledger.write_bytes(main)
-    repo.ok("list")
-    payload = marshal.loads(cache.read_bytes())
-    payload["retired"]["c5"] = 2
-    cache.write_bytes(marshal.dumps(payload))
-    repo.ledger.write_bytes(other)
+    # Proof the shared checkpoint's records were not validated again: a retirement forged into the
+    # index before it shows. (The forged row belongs to c2, inside the first block.)
+    forge(repo, "INSERT INTO relations VALUES ('c2', 'supersedes', 'c5', NULL)")
     result = repo.docket("claim", "retire c5", "--supersedes", "c5")
     assert result.code == 1 and "c5' is already retired" in result.err
+    conn = sqlite3.connect(db)
+    kept = conn.execute("SELECT value FROM meta WHERE key = 'indexed_from'").fetchone()[0]
+    conn.close()
+    assert 0 < kept <= 50
 
 
 def test_a_shorter_or_unrelated_ledger_reads_as_without_a_cache(repo: Repo) -> None:

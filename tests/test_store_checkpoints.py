@@ -1,39 +1,89 @@
-"""Cache checkpoints: a ledger whose tail was rewritten reads exactly as it would without a cache."""
+"""The index as validated prefix: bytes sharing a start with the indexed ledger validate exactly as from scratch."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import contextlib
+import json
+from collections.abc import Iterator
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docket_git.ledger import canonical, model, store
+from docket_git.errors import LedgerError
+from docket_git.ledger import canonical, index, model, store
 
 from .conftest import rec
 from .test_context_properties import ledgers
 from .test_outline import cache_home
 
 
-def facts(snap: store.Snapshot) -> tuple:
-    i = snap.index
-    return (list(i.lines.items()), i.retired, i.retired_at, i.max_seq, i.count, snap.records, snap.valid_length)
+@contextlib.contextmanager
+def small_blocks() -> Iterator[None]:
+    """Checkpoints every few hundred bytes, so small generated ledgers have many of them."""
+    old, index.BLOCK = index.BLOCK, 300
+    try:
+        yield
+    finally:
+        index.BLOCK = old
+
+
+def outcome(parse, *args) -> tuple:
+    """(records, valid length) of a parse, or the message it refused the bytes with."""
+    try:
+        snap = parse(*args)
+    except LedgerError as exc:
+        return ("refused", str(exc))
+    return (snap.records, snap.valid_length)
+
+
+#: Tails that break a rule only the records before them can tell: a duplicate ID, an unknown
+#: reference, a second supersession of one record, an ID that does not increase.
+FAULTS = ("duplicate", "unknown", "retired-twice", "lower-id", "none")
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(records=ledgers(), keep=st.integers(0, 70), extra=st.integers(0, 5), blank=st.booleans())
-def test_rewritten_tail_reads_as_without_a_cache(records: list[dict], keep: int, extra: int, blank: bool) -> None:
+@given(
+    records=ledgers(),
+    keep=st.integers(0, 70),
+    extra=st.integers(0, 5),
+    blank=st.booleans(),
+    fault=st.sampled_from(FAULTS),
+)
+def test_bytes_sharing_the_indexed_start_validate_as_from_scratch(
+    records: list[dict], keep: int, extra: int, blank: bool, fault: str
+) -> None:
     keep = min(keep, len(records))
     top = max((model.seq(r["id"]) for r in records), default=0)
-    # The other branch: the shared start, then records of its own (higher IDs, citing the shared part).
+    # The other bytes: the shared start, then records of their own (higher IDs, citing the shared part).
     tail = [
         rec(f"c{top + i}", supports=[[records[0]["id"]]] if keep and records[0]["kind"] != "question" else [])
         for i in range(1, extra + 1)
     ]
-    shared = b"".join(canonical.line(r) for r in records[:keep])
-    other = shared + (b"\n" if blank else b"") + b"".join(canonical.line(r) for r in tail)
-    with cache_home() as tmp:
+    shared = records[:keep]
+    if fault == "duplicate" and shared:
+        tail.append(rec(shared[0]["id"]))
+    elif fault == "unknown":
+        tail.append(rec(f"c{top + 90}", supports=[["c999"]]))
+    elif fault == "retired-twice":
+        retired = [t for r in shared for t in r.get("supersedes") or ()]
+        if retired:
+            tail.append(rec(f"{retired[0][0]}{top + 95}", supersedes=[retired[0]]))
+    elif fault == "lower-id" and shared:
+        tail.append(rec("c1"))
+    other = b"".join(canonical.line(r) for r in shared) + (b"\n" if blank else b"")
+    other += b"".join(json.dumps(r).encode() + b"\n" for r in tail)
+    with cache_home() as tmp, small_blocks():
         path = tmp / "repo" / ".docket" / "ledger.jsonl"
         path.parent.mkdir(parents=True)
-        first = b"".join(canonical.line(r) for r in records)
-        store.parse(path, first)  # caches the first branch's ledger, checkpoints included
-        assert facts(store.parse(path, other)) == facts(store.parse(Path(path), other, use_cache=False))
+        path.write_bytes(b"".join(canonical.line(r) for r in records))
+        index.open_index(path).close()  # the first branch's ledger, indexed with its checkpoints
+        assert outcome(index.parse, path, other) == outcome(store.parse, path, other)
+        path.write_bytes(other)  # and the ledger itself switched to the other bytes
+        try:
+            ix = index.open_index(path)
+        except LedgerError as exc:
+            assert outcome(store.parse, path, other) == ("refused", str(exc))
+        else:
+            ix.close()
+            assert outcome(store.parse, path, other)[0] != "refused"
+            assert index.read(path).records == store.read(path).records

@@ -165,11 +165,12 @@ def scope_covers(scope: str, path: str) -> bool:
 
 def governing(outline: Outline, rel_path: str) -> list[str]:
     """Current decisions whose scope covers rel_path, newest first."""
+    scopes = outline.scopes
     hits = {
         rid
-        for scope, holders in outline.scopes.items()
+        for scope in scopes
         if scope_covers(scope, rel_path)
-        for rid in holders
+        for rid in scopes[scope]
         if rid[0] == "d"  # an ID's prefix is its kind: no record needs decoding to know it
     }
     return sorted(hits, key=outline.pos.__getitem__, reverse=True)
@@ -201,18 +202,18 @@ def _governing_context(payload: dict, path: str, cwd: Path) -> str | None:
     seen = set(state.get("governed", []))
     if rel in seen:
         return None
-    from docket_git.context.briefing import read_outline
+    from docket_git.context.briefing import outline_of
     from docket_git.ledger.project import view as project_view
 
-    outline = read_outline(ledger)[0]
-    hits = governing(outline, rel)
-    if not hits:
-        return None
-    lines = [f"Recorded decisions govern {rel}; read one with `docket show ID`:"]
-    for rid in hits[:MAX_GOVERNING]:
-        view = project_view(outline.records[rid], outline.derived)
-        text = view["text"] if len(view["text"]) <= 90 else view["text"][:89] + "…"
-        lines.append(f"{view['id']} {view['kind']} {view['state']}: {text}")
+    with outline_of(ledger) as outline:
+        hits = governing(outline, rel)
+        if not hits:
+            return None
+        lines = [f"Recorded decisions govern {rel}; read one with `docket show ID`:"]
+        for rid in hits[:MAX_GOVERNING]:
+            view = project_view(outline.records[rid], outline.derived)
+            text = view["text"] if len(view["text"]) <= 90 else view["text"][:89] + "…"
+            lines.append(f"{view['id']} {view['kind']} {view['state']}: {text}")
     if len(hits) > MAX_GOVERNING:
         lines.append(f"+{len(hits) - MAX_GOVERNING} more")
     state["governed"] = sorted(seen | {rel})

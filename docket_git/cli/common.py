@@ -36,7 +36,9 @@ def ledger_path() -> Path | None:
 
 def read_snapshot() -> store.Snapshot:
     """The current directory's ledger, validated (empty when there is none)."""
-    return store.read(ledger_path())
+    from docket_git.ledger import index
+
+    return index.read(ledger_path())
 
 
 def dump_json(value: object) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Annotated
@@ -10,7 +11,7 @@ import typer
 
 from docket_git.cli.app import app
 from docket_git.cli.common import fail, warn
-from docket_git.ledger import canonical, store
+from docket_git.ledger import canonical, index, store
 from docket_git.merging import rebase
 
 
@@ -37,11 +38,12 @@ def rebase_command(
     path = store.find_ledger(Path.cwd())
     if path is None:
         fail(store.NO_LEDGER)
-    with store.locked(path, exclusive=not dry_run) as fd:
+    with store.locked(path, exclusive=not dry_run) as fd, contextlib.ExitStack() as stack:
         data = store.current_bytes(path, fd)
-        ours = store.parse(path, data)
+        ix = stack.enter_context(contextlib.closing(index.held(path, data)))
+        ours = index.parse(path, data, ix=ix)
         try:
-            theirs = store.parse(other_path, other_path.read_bytes(), use_cache=False)
+            theirs = store.parse(other_path, other_path.read_bytes())
         except OSError as exc:
             fail(f"cannot read {other}: {exc.strerror}")
         except store.LedgerError as exc:
@@ -65,7 +67,7 @@ def rebase_command(
         keep = data[: ours.valid_length]
         merged = keep + (b"\n" if keep and not keep.endswith(b"\n") else b"")
         merged += b"".join(canonical.line(r) for r in tail)
-        store.parse(path, merged, records=False)  # the whole result validates, or nothing is written
+        index.parse(path, merged, records=False, ix=ix)  # the whole result validates, or nothing is written
         if dry_run:
             typer.echo(f"\ndocket: {len(tail)} record(s) would be appended to {path}")
             return

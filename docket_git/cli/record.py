@@ -16,7 +16,7 @@ from typing import Any
 
 from docket_git.cli.spec import Arg, Command, Opt
 from docket_git.errors import UsageError, warn
-from docket_git.ledger import canonical, project, recording, store
+from docket_git.ledger import canonical, index, project, recording, store
 
 PANEL = "Record"
 SCOPE = Opt(
@@ -160,7 +160,7 @@ def execute(kind: str, text: str, opts: dict[str, Any]) -> None:
     if unknown:
         warn('could not detect an author; recording "unknown". Set DOCKET_AUTHOR to identify this harness.')
     draft = recording.draft(kind, text, fields, recording.provenance(path, author))
-    records = store.append(path, [draft], dry_run=opts["dry_run"])
+    records = index.append(path, [draft], dry_run=opts["dry_run"])
     report(records, as_json=opts["as_json"], dry_run=opts["dry_run"])
     explain_effects(path, records, dry_run=opts["dry_run"])
 
@@ -179,7 +179,7 @@ def execute_batch(file: str, *, dry_run: bool, as_json: bool) -> None:
     scopes = [scope for d in drafts for scope in d.get("scope") or ()]
     for hint in path_like_components(list(dict.fromkeys(scopes)), path.parent.parent, batch=True):
         warn(hint)
-    records = store.append(path, drafts, dry_run=dry_run)
+    records = index.append(path, drafts, dry_run=dry_run)
     report(records, as_json=as_json, dry_run=dry_run, jsonl=True)
     explain_effects(path, records, dry_run=dry_run)
 
@@ -192,7 +192,7 @@ def explain_effects(path: Path, records: list[dict], *, dry_run: bool) -> None:
     """
     if not any(r.get("supersedes") or r.get("answers") for r in records):
         return
-    existing = store.read(path).records
+    existing = index.read(path).records
     if dry_run:
         existing = existing + records
     else:

@@ -18,7 +18,7 @@ from typing import Any
 
 from docket_git.cli.spec import Arg, Command, Opt
 from docket_git.errors import LedgerError, guarded
-from docket_git.ledger import canonical, model, project, store
+from docket_git.ledger import canonical, index, model, project, store
 
 COMMAND = Command(
     "show",
@@ -115,7 +115,7 @@ def run(values: dict[str, Any]) -> None:
     record_id, at, as_json = values["record_id"], values["at"], values["as_json"]
     if at is None and record_id not in declined and from_index(record_id, as_json=as_json):
         return
-    snap = store.read(store.find_ledger(Path.cwd()))
+    snap = index.read(store.find_ledger(Path.cwd()))
     records = snap.records
     if at is not None:
         prefix = project.at(records, at)

@@ -1,21 +1,24 @@
-"""``build_briefing``: find the ledger, read it, settle the task scope, and compose the briefing.
+"""``build_briefing``: find the ledger, settle the task scope, and compose the briefing.
 
-This is the only part of the package that does I/O (store, config, git).
-It imports neither Typer nor pygit2 up front, so a session hook can call it
-on its fast path; pygit2 is loaded only when auto-scope runs.
+A straight line: load the settings, open the ledger index (proven current,
+``ledger.index``), take the outline from it, select, render. This is the
+only part of the briefing that does I/O (index, config, git). It imports
+neither Typer nor pygit2 up front, so a session hook can call it on its fast
+path; pygit2 is loaded only when history is searched.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from docket_git.context import config, delta, outline, scope
-from docket_git.context.outline import Outline
+from docket_git.context import config, delta, scope
+from docket_git.context.outline import Lines, Outline
 from docket_git.context.render import Meta
 from docket_git.context.select import Request, check_max_chars, select, select_outline
-from docket_git.ledger import canonical, model, store
+from docket_git.ledger import canonical, index, model, store
 
 
 @dataclass
@@ -152,17 +155,41 @@ def _build(
     if max_chars is not None:
         check_max_chars(max_chars, settings)
     identity = identity_of(path)
+    with index.opened(path) as ix:
+        return _brief(
+            ix,
+            settings,
+            identity,
+            query=query,
+            files=files,
+            max_chars=max_chars,
+            all_records=all_records,
+            auto_scope=auto_scope,
+            since=since,
+        )
+
+
+def _brief(
+    ix: index.Index,
+    settings: config.Settings,
+    identity: str,
+    *,
+    query: str,
+    files: Sequence[str],
+    max_chars: int | None,
+    all_records: bool,
+    auto_scope: bool | None,
+    since: str | None,
+) -> Briefing:
+    path = ix.ledger
     notes: list[str] = []
+    ledger_outline = Outline.from_index(ix)
     if since is not None:
-        # A resume usually finds nothing new, or a few appended records: both come without
-        # parsing the ledger (one validating read serves both checks).
-        light = store.read(path, records=False)
-        quick = _unchanged_since(light, settings, since, max_chars, identity)
-        if quick is None:
-            quick = _appended_since(light, settings, since, max_chars, identity)
+        # A resume usually finds nothing new, or a few appended records: both come from the index.
+        quick = _appended_since(ix, ledger_outline, settings, since, max_chars, identity)
         if quick is not None:
             return quick
-        snapshot = store.read(path)
+        snapshot = index.read(path)
         if not snapshot.records:
             return Briefing("")
         latest = f"{snapshot.records[-1]['id']}@{canonical.short(snapshot.revision())}"
@@ -174,9 +201,9 @@ def _build(
             )
             return Briefing(text, notes, latest)
         notes.append(f"baseline {since} is unknown or stale; printing a full briefing")
-    ledger_outline, revision = read_outline(path)
     if not ledger_outline.ids:
         return Briefing("")
+    revision, _ = index.revision(ix)
     meta = _meta(identity, revision, ledger_outline.ids[-1], settings)
     latest = f"{meta.latest}@{meta.revision}"
     scoped = task_files(
@@ -210,66 +237,40 @@ def _renames(root: Path, scopes: dict[str, list[str]]) -> dict[str, str]:
         return {}
 
 
-def read_outline(path: Path, snapshot: store.Snapshot | None = None) -> tuple[Outline, str]:
-    """The ledger's validated outline (cached by content) and its revision (SHA-256 through the last record).
-
-    ``snapshot`` is a read of path made without records, if the caller has one.
-    """
-    if snapshot is None:
-        snapshot = store.read(path, records=False)
-    data = snapshot.data
-    end = outline.records_end(data, snapshot.valid_length)
-    if end == 0:
-        return Outline.build([]), canonical.sha256(b"")
-    length, digest = snapshot.hashed
-    revision = digest if length == end and digest else canonical.sha256(memoryview(data)[:end])
-    parsed = (snapshot.tail_from, snapshot.tail, snapshot.tail_ends)
-    return outline.load(path, data, end, revision, parsed), revision
-
-
-def _unchanged_since(
-    snapshot: store.Snapshot, settings: config.Settings, since: str, max_chars: int | None, identity: str
-) -> Briefing | None:
-    """The empty delta, without parsing a record, when ``since`` is the ledger's latest ``ID@DIGEST``.
-
-    An agent resuming soon after its last briefing usually finds nothing new;
-    the validated-prefix cache already proves the whole file, so the header's
-    facts (revision, latest ID) come from it. None whenever that is not certain.
-    """
-    rid, digest = delta.parse_since(since)
-    if not digest or not delta.DIGEST_RE.match(digest):
-        return None
-    data = snapshot.data
-    length, full = snapshot.hashed
-    if not snapshot.index.lines or length != len(data) or not data.endswith(b"\n") or data.endswith(b"\n\n"):
-        return None  # no cached proof of the whole file, or blank lines after the last record
-    latest = next(reversed(snapshot.index.lines))
-    if rid != latest or not full.startswith(digest.lower()):
-        return None
-    meta = _meta(identity, full, latest, settings)
-    limit = max_chars if max_chars is not None else settings["budget"]["target"]
-    text = delta.render_delta(delta.Delta([], []), meta, since, limit=limit, detail=settings["index"]["detail_min"])
-    return Briefing(text, baseline=f"{latest}@{meta.revision}")
+@contextlib.contextmanager
+def outline_of(path: Path) -> Iterator[Outline]:
+    """The ledger's outline, read from its index (proven current first) while the index is open."""
+    with index.opened(path) as ix:
+        yield Outline.from_index(ix)
 
 
 def _appended_since(
-    snapshot: store.Snapshot, settings: config.Settings, since: str, max_chars: int | None, identity: str
+    ix: index.Index,
+    found: Outline,
+    settings: config.Settings,
+    since: str,
+    max_chars: int | None,
+    identity: str,
 ) -> Briefing | None:
-    """The delta from the cached outline when ``since`` names a record of this very ledger.
+    """The delta from the index when ``since`` names a record of this very ledger.
 
-    None (the caller compares full projections) for anything else: an
-    unknown or renumbered baseline, or a supersession after it.
+    Nothing new since the latest record costs no decoding at all; records
+    appended after it are decoded from their lines. None (the caller
+    compares full projections) for anything else: an unknown or renumbered
+    baseline, or a supersession after it.
     """
     rid, digest = delta.parse_since(since)
     if not model.is_id(rid) or (digest is not None and not delta.DIGEST_RE.match(digest)):
         return None
-    found, revision = read_outline(snapshot.path, snapshot)
     position = found.pos.get(rid)
     lines = found.records
-    if position is None or not isinstance(lines, outline.Lines):
+    if position is None or not isinstance(lines, Lines):
         return None
-    if digest is not None and not lines.prefix_digest(rid).startswith(digest.lower()):
-        return None
+    revision, _ = index.revision(ix)
+    if digest is not None:
+        own = revision if position == len(found.ids) - 1 else lines.prefix_digest(rid)
+        if not own.startswith(digest.lower()):
+            return None
     change = delta.appended(found, position)
     if change is None:
         return None

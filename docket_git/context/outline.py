@@ -2,37 +2,23 @@
 
 Record order, projection (retired, blocked, resolved), in-degrees, the
 reverse relation index, pinned records and which current records carry each
-scope string. ``Outline.build`` computes it from parsed records; ``load``
-gets it from a cache in the user cache directory, so a session hook on a
-100k-record ledger neither decodes every line nor re-derives every state.
-Full records are decoded from their lines only when a command prints or
-weighs them (``Lines``), one at a time or many in one ``json.loads``.
-
-The cache holds the outline of a ledger prefix, keyed by its byte length
-and SHA-256. The same bytes give the same outline. When the ledger only
-grew by records that retire nothing, the cached outline is extended in
-place (``Outline.extend``); a supersession rebuilds it from the cached rows
-(each record's structural fields) plus the new lines; any other change
-rebuilds it from every line. Like the validated-prefix cache, it is never
-trusted over the file, and losing it costs only time.
+scope string. Two constructors give the same outline: ``Outline.build``
+computes it from parsed records (the reference, and what tests compare
+against); ``Outline.from_index`` reads it from the ledger index
+(``ledger.index``), so a session hook on a 100k-record ledger decodes only
+the records it prints or weighs, and looks up relations, blocking reasons and
+scope holders only for the records selection reaches.
 """
 
 from __future__ import annotations
 
-import json
-import marshal
-import sys
-from array import array
-from collections.abc import Iterator, Mapping
+import sqlite3
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from docket_git.ledger import cachefile, canonical, jsonl
-from docket_git.ledger.project import Derived, derive, settle
+from docket_git.ledger import index as ledger_index
+from docket_git.ledger.project import Derived, derive
 
-CACHE_VERSION = 2
-#: marshal's format may change between Python versions: a cache is read only by the one that wrote it.
-_FORMAT = f"{CACHE_VERSION}/py{sys.version_info[0]}.{sys.version_info[1]}"
 #: The fields of a record that projection, scoring and selection read (besides its prose).
 ROW_FIELDS = ("id", "kind", "state", "scope", "supports", "depends_on", "answers", "supersedes", "pinned")
 _ALWAYS = frozenset(("id", "kind", "state"))
@@ -93,53 +79,106 @@ def references(
     return counts, incoming
 
 
-class Lines(Mapping[str, dict]):
-    """Record ID -> full record, each parsed from its ledger line on first use.
+class _Lazy(dict):
+    """A map filled on demand: ``fetch(key)`` gives a key's value, or None when the key has none.
 
-    ``ends[i]`` is the byte offset just past record i's line; blank lines
-    between records are whitespace JSON ignores. The bytes were validated
-    before an outline was made of them.
+    Only what a briefing reaches is looked up; iterating it lists just what
+    was looked up so far, so it stands in only for maps that are read by key.
     """
 
-    def __init__(self, data: bytes, ends: array, pos: dict[str, int]) -> None:
-        self.data = data
-        self.ends = ends
+    def __init__(self, fetch: Callable[[str], object]) -> None:
+        super().__init__()
+        self._fetch = fetch
+
+    def __missing__(self, key: str) -> object:
+        value = self._fetch(key)
+        if value is None:
+            raise KeyError(key)
+        self[key] = value
+        return value
+
+    def get(self, key: str, default: object = None) -> object:  # type: ignore[override]
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.get(key) is not None
+
+
+class Lines(Mapping[str, dict]):
+    """Record ID -> full record, decoded from its ledger line on first use (the index says where it is)."""
+
+    def __init__(self, ix: ledger_index.Index, pos: dict[str, int]) -> None:
+        self.ix = ix
         self._pos = pos
         self._parsed: dict[str, dict] = {}
 
     def __getitem__(self, rid: str) -> dict:
         record = self._parsed.get(rid)
         if record is None:
-            i = self._pos[rid]
-            start = self.ends[i - 1] if i else 0
-            record = self._parsed[rid] = json.loads(self.data[start : self.ends[i]])
+            if rid not in self._pos:
+                raise KeyError(rid)
+            record = self._parsed[rid] = ledger_index.records_of(self.ix, [rid])[0]
         return record
 
     def __contains__(self, rid: object) -> bool:
         return rid in self._pos
 
     def many(self, ids: list[str]) -> list[dict]:
-        """The records with these IDs, the unparsed ones decoded in one ``json.loads``."""
-        missing = [rid for rid in ids if rid not in self._parsed]
-        if len(missing) > 1:
-            ends, data, pos = self.ends, self.data, self._pos
-            chunks = []
-            for rid in missing:
-                i = pos[rid]
-                chunks.append(data[ends[i - 1] if i else 0 : ends[i]])
-            for rid, record in zip(missing, json.loads(b"[" + b",".join(chunks) + b"]"), strict=True):
+        """The records with these IDs, the undecoded ones read and decoded in one go."""
+        missing = list(dict.fromkeys(rid for rid in ids if rid not in self._parsed))
+        if missing:
+            for rid, record in zip(missing, ledger_index.records_of(self.ix, missing), strict=True):
                 self._parsed[rid] = record
-        return [self[rid] for rid in ids]
+        return [self._parsed[rid] for rid in ids]
 
     def prefix_digest(self, rid: str) -> str:
         """SHA-256 of the ledger bytes up to and including rid's line."""
-        return canonical.sha256(memoryview(self.data)[: self.ends[self._pos[rid]]])
+        return ledger_index.prefix_digest(self.ix, rid)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._pos)
 
     def __len__(self) -> int:
         return len(self._pos)
+
+
+class _Scopes(Mapping[str, list[str]]):
+    """Scope string as recorded -> the current records carrying it, in file order, from the index.
+
+    The distinct strings are read once (from a covering index); each string's
+    holders only when asked for.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, current: set[str]) -> None:
+        self.conn = conn
+        self.current = current
+        self._keys: list[str] | None = None
+        self._holders: dict[str, list[str]] = {}
+
+    def _all(self) -> list[str]:
+        if self._keys is None:
+            # Every distinct scope string (from the covering index); one only retired records carry has no holders.
+            self._keys = [s for (s,) in self.conn.execute("SELECT DISTINCT scope FROM scopes")]
+        return self._keys
+
+    def __getitem__(self, scope: str) -> list[str]:
+        holders = self._holders.get(scope)
+        if holders is None:
+            current = self.current
+            rows = self.conn.execute("SELECT record FROM scopes WHERE scope = ?", (scope,))
+            holders = [rid for (rid,) in rows if rid in current]
+            holders.sort(key=lambda rid: int(rid[1:]))  # IDs increase along the file
+            self._holders[scope] = holders
+        return holders
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
 
 
 @dataclass
@@ -155,7 +194,7 @@ class Outline:
     #: Current pinned records.
     pinned: set[str]
     #: Scope string as recorded -> the current records carrying it, in file order.
-    scopes: dict[str, list[str]]
+    scopes: Mapping[str, list[str]]
     #: Decision -> its depends_on, for decisions that have one (coverage walks these).
     depends: dict[str, list[str]]
     #: Record ID -> the full record (a dict, or lazily parsed ledger lines).
@@ -210,40 +249,41 @@ class Outline:
             elif holders[-1] != rid:
                 holders.append(rid)
 
-    def extend(self, records: list[dict]) -> bool:
-        """Add records appended after this outline's, as ``build`` over all of them would.
+    @classmethod
+    def from_index(cls, ix: ledger_index.Index) -> Outline:
+        """The outline of the ledger an index was just proven current for, read from its tables.
 
-        False, with the outline unchanged, when one of them supersedes a
-        record: retiring an earlier record can change the state of anything
-        that depends on it, so that calls for a full build.
+        What scoring reads for every record (order, retirement, degree, pins,
+        prerequisites) is read in one pass each; blocking reasons, resolvers,
+        citing records and scope holders only for the records selection reaches.
         """
-        if any(r.get("supersedes") for r in records):
-            return False
-        derived, lookup = self.derived, self.records
-        resolved = derived.resolved_by
-        counts, incoming, pos = self.degrees, self.incoming, self.pos
-        for record in records:
-            rid = record["id"]
-            self.pos[rid] = len(self.ids)
-            self.ids.append(rid)
-            self.current.add(rid)
-            self.live.append(rid)
-            before = {q: len(resolved.get(q, ())) for q in record.get("answers") or ()}
-            settle(record, lookup, derived)
-            refs = cited(record, False)
-            for ref in refs:
-                counts[ref] = counts.get(ref, 0) + 1
-            for ref in dict.fromkeys(refs):
-                incoming.setdefault(ref, []).append(rid)
-            for question, n in before.items():
-                if len(resolved.get(question, ())) > n:  # this record now resolves the question
-                    counts[rid] = counts.get(rid, 0) + 1
-                    if question in self.current:
-                        holders = incoming.setdefault(rid, [])
-                        holders.append(question)
-                        holders.sort(key=pos.__getitem__)
-            self._index(record, self.current)
-        return True
+        conn = ix.conn
+        ids, degree_column, pinned_column, retired_column = ledger_index.outline_columns(conn)
+        retired_by = {rid: by for rid, by in zip(ids, retired_column, strict=True) if by}
+        degrees = {rid: int(n) for rid, n in zip(ids, degree_column, strict=True) if n != "0"}
+        pinned = {rid for rid, pin, by in zip(ids, pinned_column, retired_column, strict=True) if pin == "1" and not by}
+        depends: dict[str, list[str]] = {}
+        for source, target in conn.execute(
+            "SELECT source, target FROM relations WHERE type = 'depends_on' ORDER BY rowid"
+        ):
+            found = depends.get(source)
+            if found is None:
+                depends[source] = [target]
+            else:
+                found.append(target)
+        derived = Derived(retired_by, _Lazy(_query_blocked(conn)), _Lazy(_query_resolved_by(conn)))
+        outline = cls(
+            ids=ids,
+            derived=derived,
+            degrees=degrees,
+            incoming=_Lazy(_query_incoming(conn)),
+            pinned=pinned,
+            scopes={},
+            depends=depends,
+        )
+        outline.scopes = _Scopes(conn, outline.current)
+        outline.records = Lines(ix, outline.pos)
+        return outline
 
     def many(self, ids: list[str]) -> list[dict]:
         """The full records with these IDs, ledger lines decoded in one go when they are lazy."""
@@ -255,159 +295,35 @@ class Outline:
         return len(self.ids) - len(self.current)
 
 
-# -- the cache -----------------------------------------------------------------------------------
-#
-# Two files per ledger in the user cache directory, each a marshal header
-# (version, ledger path, byte length and SHA-256 of the prefix it describes)
-# followed by its payload: ``.outline`` holds the outline itself, rewritten
-# whenever the ledger changed; ``.rows`` holds each record's structural fields
-# for the full rebuild a supersession needs, rewritten only by full builds.
-# marshal is the fastest loader in the standard library; the files live in
-# the user's own cache directory and are trusted no more than the bytes they
-# were checked against.
+def _query_blocked(conn: sqlite3.Connection) -> Callable[[str], list[str] | None]:
+    def fetch(rid: str) -> list[str] | None:
+        if not rid.startswith("d"):
+            return None  # only decisions have a blocked_by list
+        rows = conn.execute("SELECT blocker FROM blocked_by WHERE decision = ? ORDER BY position", (rid,))
+        return [b for (b,) in rows]
+
+    return fetch
 
 
-def _cache_file(path: Path, kind: str) -> Path:
-    return cachefile.cache_path("outline", cachefile.ledger_key(path), kind)
+def _query_resolved_by(conn: sqlite3.Connection) -> Callable[[str], list[str] | None]:
+    def fetch(rid: str) -> list[str] | None:
+        rows = conn.execute("SELECT resolver FROM resolved_by WHERE question = ? ORDER BY position", (rid,))
+        return [r for (r,) in rows] or None
+
+    return fetch
 
 
-def records_end(data: bytes, valid_length: int) -> int:
-    """The byte offset just past the last record's line within the valid bytes (0 if none)."""
-    last = valid_length - 1
-    while last >= 0 and data[last] in b" \t\r\n\f\v":  # trailing blank lines (no copy of the data)
-        last -= 1
-    if last < 0:
-        return 0
-    nl = data.find(b"\n", last + 1, valid_length)
-    return nl + 1 if nl >= 0 else valid_length
+def _query_incoming(conn: sqlite3.Connection) -> Callable[[str], list[str] | None]:
+    """Record ID -> the current records citing it (supports, depends_on, answers; a question it resolves)."""
 
-
-def _new_lines(data: bytes, start: int, stop: int, parsed: Parsed | None = None) -> tuple[list[dict], list[int]]:
-    """The records of data[start:stop] (whole validated lines) and the offset just past each."""
-    if parsed is not None:
-        first, records, ends = parsed
-        if first == start and (ends[-1] if ends else start) == stop:
-            return records, ends
-    keep, ends = jsonl.whole_lines(data, start, stop)
-    records = json.loads(b"[" + b",".join(keep) + b"]") if keep else []  # validated lines: never None
-    return records, ends
-
-
-#: Records a caller already decoded: (byte offset they start at, records, offset past each).
-Parsed = tuple[int, list[dict], list[int]]
-
-
-def load(path: Path, data: bytes, end: int, revision: str, parsed: Parsed | None = None) -> Outline:
-    """The outline of data[:end] (validated records ending at ``end``, SHA-256 ``revision``).
-
-    From the cache when it holds exactly these bytes; extended by the new
-    lines when the ledger only grew by records that retire nothing; else
-    rebuilt from the cached rows plus the new lines, or from every line.
-    A changed outline is saved for the next caller; a damaged cache file
-    costs a rebuild, never a wrong or failed briefing. ``parsed`` are records
-    the caller decoded while validating, used instead of decoding them again.
-    """
-    try:
-        outline = _cached(path, data, end, revision, parsed)
-    except Exception:
-        outline = None
-    if outline is not None:
-        return outline
-    try:
-        start, rows, ends = _cached_rows(path, data, end, revision)
-    except Exception:
-        start, rows, ends = 0, [], array("q")
-    new, new_ends = _new_lines(data, start, end, parsed)
-    rows.extend(row(r) for r in new)
-    ends.extend(new_ends)
-    outline = Outline.build(rows)
-    outline.records = Lines(data, ends, outline.pos)
-    _write(path, "rows", end, revision, marshal.dumps((rows, ends.tobytes())))
-    _write(path, "outline", end, revision, _pack(outline, ends))
-    return outline
-
-
-def _cached(path: Path, data: bytes, end: int, revision: str, parsed: Parsed | None) -> Outline | None:
-    """The cached outline, extended by appended records; None when a rebuild is needed."""
-    cached = _read(path, "outline", data, end, revision)
-    if cached is None:
-        return None
-    length, payload = cached
-    outline, ends = _unpack(payload)
-    outline.records = Lines(data, ends, outline.pos)
-    if length == end:
-        return outline
-    new, new_ends = _new_lines(data, length, end, parsed)
-    ends.extend(new_ends)  # so a new record can look up the new records before it
-    if not outline.extend(new):
-        return None
-    _write(path, "outline", end, revision, _pack(outline, ends))
-    return outline
-
-
-def _cached_rows(path: Path, data: bytes, end: int, revision: str) -> tuple[int, list[dict], array]:
-    """(bytes covered, rows, line ends) from the rows cache, or (0, [], []) without one."""
-    stored = _read(path, "rows", data, end, revision)
-    if stored is None:
-        return 0, [], array("q")
-    length, payload = stored
-    rows, ends_bytes = marshal.loads(payload)
-    ends = array("q")
-    ends.frombytes(ends_bytes)
-    if not isinstance(rows, list) or len(ends) != len(rows):
-        raise ValueError("outline cache: rows and ends differ in length")
-    return length, rows, ends
-
-
-def _pack(outline: Outline, ends: array) -> bytes:
-    d = outline.derived
-    return marshal.dumps(
-        (
-            outline.ids,
-            ends.tobytes(),
-            d.retired_by,
-            d.blocked,
-            d.resolved_by,
-            outline.degrees,
-            outline.incoming,
-            sorted(outline.pinned),
-            outline.scopes,
-            outline.depends,
+    def fetch(rid: str) -> list[str] | None:
+        rows = conn.execute(
+            "SELECT s.id FROM records s WHERE s.retired_by = '' AND ("
+            " s.id IN (SELECT source FROM relations WHERE target = ?1 AND type != 'supersedes')"
+            " OR s.id IN (SELECT question FROM resolved_by WHERE resolver = ?1)"
+            ") ORDER BY s.seq",
+            (rid,),
         )
-    )
+        return [r for (r,) in rows] or None
 
-
-def _unpack(payload: memoryview) -> tuple[Outline, array]:
-    ids, ends_bytes, retired_by, blocked, resolved_by, degrees, incoming, pinned, scopes, depends = marshal.loads(
-        payload
-    )
-    ends = array("q")
-    ends.frombytes(ends_bytes)
-    outline = Outline(ids, Derived(retired_by, blocked, resolved_by), degrees, incoming, set(pinned), scopes, depends)
-    if len(ends) != len(ids):
-        raise ValueError("outline cache: ends and ids differ in length")
-    return outline, ends
-
-
-def _read(path: Path, kind: str, data: bytes, end: int, revision: str) -> tuple[int, memoryview] | None:
-    """(prefix length, payload) of a cache file describing data[:length], length <= end; or None."""
-    try:
-        blob = memoryview(_cache_file(path, kind).read_bytes())
-        size = int.from_bytes(blob[:4], "little")
-        header = marshal.loads(blob[4 : 4 + size])
-        if header["version"] != _FORMAT or header["path"] != str(path.resolve()):
-            return None
-        length = header["length"]
-        if length == end:
-            fresh = header["digest"] == revision
-        else:
-            fresh = 0 < length < end and canonical.sha256(memoryview(data)[:length]) == header["digest"]
-        return (length, blob[4 + size :]) if fresh else None
-    except (OSError, ValueError, EOFError, TypeError, KeyError):
-        return None
-
-
-def _write(path: Path, kind: str, end: int, revision: str, payload: bytes) -> None:
-    header = marshal.dumps({"version": _FORMAT, "path": str(path.resolve()), "length": end, "digest": revision})
-    target = _cache_file(path, kind)
-    cachefile.write(target, len(header).to_bytes(4, "little"), header, payload)
+    return fetch

@@ -8,6 +8,7 @@ they only match query text. Matching is casefolded and ``\\`` reads as ``/``.
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from pathlib import Path
 
@@ -53,7 +54,7 @@ def strength(files: list[str], scope: str, weights: dict[str, int]) -> int:
 
 
 def scope_points(
-    scopes: dict[str, list[str]],
+    scopes: Mapping[str, list[str]],
     files: list[str],
     weights: dict[str, int],
     renames: dict[str, str] | None = None,
@@ -73,15 +74,15 @@ def scope_points(
         return out
     get = out.get
     renamed: dict[str, int] = {}
-    for raw, holders in scopes.items():
+    for raw in scopes:  # holders are looked up only for a scope that matches (an index reads them on demand)
         value = strength(norm_files, normalize(raw), weights)
         if not value and renames and raw in renames:
             value = strength(norm_files, normalize(renames[raw]), weights)
             if value:
-                for rid in holders:
+                for rid in scopes[raw]:
                     renamed[rid] = max(renamed.get(rid, 0), value)
         if value:
-            for rid in holders:
+            for rid in scopes[raw]:
                 if get(rid, 0) < value:
                     out[rid] = value
     if via_rename is not None:

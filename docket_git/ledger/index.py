@@ -1,4 +1,4 @@
-"""The ledger index: one disposable SQLite database per ledger that readers query.
+"""The ledger index: one disposable SQLite database per ledger that every reader shares.
 
 The JSONL file in git stays the only source of truth. The index lives in the
 user cache directory (placed, locked and opened through ``ledger.db``, the
@@ -10,13 +10,20 @@ digest of their last block, and digest checkpoints along the file.
 
 * an equal stat and an equal digest of the last block prove it in O(1)
   (ctime changes on every write, and ``os.utime`` cannot set it back);
-* otherwise the ledger is read and validated (``store.read``), the
-  checkpoints are compared block by block, and only the records past the
-  last shared checkpoint are deleted and indexed again (an append, a branch
-  switch, a rebase's rewritten tail);
+* otherwise, under the ledger's shared lock, the checkpoints are compared
+  block by block and only the lines past the last shared checkpoint are
+  validated (``store.parse``, against the records the index holds) and
+  indexed again: an append by another tool, a branch switch, a rebase's
+  rewritten tail;
 * a missing, corrupt, locked-out or foreign-version database is rebuilt
   silently, and a cache directory that cannot be written degrades to an
   in-memory index with one notice.
+
+So the index is also the ledger's validated prefix: ``append`` validates new
+records against it (``known``), ``parse`` validates other bytes that share a
+prefix with the ledger (a staged blob, a rebase result) only past that
+prefix, and ``read`` hands full snapshots to the commands that need every
+record. Locks are always taken in one order, the ledger's before the index's.
 
 Derived state (retired, resolved, applicable, blocked_by, resolved_by) is
 computed by ``ledger.project``, the same code every other reader uses:
@@ -38,12 +45,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from docket_git.errors import notice
-from docket_git.ledger import db, jsonl, project, store
+from docket_git.errors import LedgerError, notice
+from docket_git.ledger import db, jsonl, model, project, recording, store
+from docket_git.ledger.validate import Index as Known
 from docket_git.repo import files
 
 #: Bump when the tables or what fills them change: an index of another version is rebuilt.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 3
 #: Checkpoints fall on the first line end at or after every BLOCK bytes.
 BLOCK = 1 << 16
 #: The proof of currency hashes this many bytes at the end of the indexed ledger.
@@ -52,12 +60,15 @@ TAIL = 4096
 SCHEMA = """\
 CREATE TABLE meta (
   key TEXT PRIMARY KEY,                 -- schema_version, ledger, size, mtime_ns, ctime_ns, inode, length,
-                                        -- tail_digest, indexed_from (records kept by the last update)
+                                        -- lines (newlines within length), tail_digest, indexed_from (records
+                                        -- kept by the last update), revision and records_end (SHA-256 of the
+                                        -- bytes through the last record's line, once a reader asked)
   value
 );
 CREATE TABLE checkpoints (
   end_offset INTEGER PRIMARY KEY,       -- byte offset just past a line: the end of a block
   records INTEGER NOT NULL,             -- records wholly before end_offset
+  lines INTEGER NOT NULL,               -- newlines before end_offset (blank lines included)
   digest TEXT NOT NULL                  -- SHA-256 of the block's bytes (from the previous checkpoint)
 );
 CREATE TABLE records (
@@ -81,7 +92,9 @@ CREATE TABLE records (
   line_digest TEXT NOT NULL,            -- SHA-256 of the line's bytes
   supersedes TEXT NOT NULL,             -- JSON arrays of IDs, as recorded
   depends_on TEXT NOT NULL,
-  answers TEXT NOT NULL
+  answers TEXT NOT NULL,
+  degree INTEGER NOT NULL               -- references to it: supports, depends_on, answers (from any record)
+                                        -- and resolved_by; what the briefing's degree score counts
 );
 CREATE TABLE relations (
   source TEXT NOT NULL,                 -- the citing record
@@ -105,15 +118,16 @@ CREATE TABLE resolved_by (
   position INTEGER NOT NULL
 );
 CREATE INDEX records_kind ON records (kind, state);
+CREATE INDEX records_outline ON records (seq, id, retired_by, degree, pinned);
 CREATE INDEX relations_source ON relations (source);
 CREATE INDEX relations_target ON relations (target);
 CREATE INDEX scopes_record ON scopes (record);
-CREATE INDEX scopes_scope ON scopes (scope);
+CREATE INDEX scopes_scope ON scopes (scope, record);
 CREATE INDEX blocked_by_decision ON blocked_by (decision);
 CREATE INDEX resolved_by_question ON resolved_by (question);
 """
 
-_RECORD_COLUMNS = 21
+_RECORD_COLUMNS = 22
 _INSERT_RECORD = f"INSERT INTO records VALUES ({', '.join('?' * _RECORD_COLUMNS)})"
 _GLOB = frozenset("*?[]")
 
@@ -141,6 +155,8 @@ class Index:
     path: Path | None
     #: What proving it current took: "current", "updated" or "rebuilt".
     how: str = "current"
+    #: The ledger's bytes as indexed, when this process read them anyway (else read on demand).
+    data: bytes | None = None
 
     def close(self) -> None:
         self.conn.close()
@@ -151,6 +167,70 @@ class Index:
             self.conn.execute("PRAGMA query_only = ON")
             return self.conn
         return db.reader(self.path)
+
+    def count(self) -> int:
+        """How many records the index holds."""
+        return self.conn.execute("SELECT count(*) FROM records").fetchone()[0]
+
+    def known(self) -> Known:
+        """The validation index of every indexed record: what a new record is checked against."""
+        return known(self.conn, self.count())
+
+
+# -- the validation index, backed by SQL ------------------------------------------------------------
+
+
+class _Ids(dict):
+    """ID -> line of the records validated in this process, and the first ``limit`` indexed records."""
+
+    def __init__(self, conn: sqlite3.Connection, limit: int) -> None:
+        super().__init__()
+        self.conn, self.limit = conn, limit
+
+    def __contains__(self, rid: object) -> bool:
+        if dict.__contains__(self, rid):
+            return True
+        if not self.limit or not isinstance(rid, str):
+            return False
+        row = self.conn.execute("SELECT 1 FROM records WHERE id = ? AND seq < ?", (rid, self.limit)).fetchone()
+        return row is not None
+
+    def copy(self) -> _Ids:  # type: ignore[override]
+        out = _Ids(self.conn, self.limit)
+        out.update(self)
+        return out
+
+
+class _Retired(set):
+    """IDs superseded by a record validated in this process or by one of the first ``limit`` indexed records."""
+
+    def __init__(self, conn: sqlite3.Connection, limit: int) -> None:
+        super().__init__()
+        self.conn, self.limit = conn, limit
+
+    def __contains__(self, rid: object) -> bool:
+        if set.__contains__(self, rid):
+            return True
+        if not self.limit:
+            return False
+        row = self.conn.execute(
+            "SELECT 1 FROM relations r JOIN records s ON s.id = r.source "
+            "WHERE r.target = ? AND r.type = 'supersedes' AND s.seq < ? LIMIT 1",
+            (rid, self.limit),
+        ).fetchone()
+        return row is not None
+
+    def copy(self) -> _Retired:  # type: ignore[override]
+        out = _Retired(self.conn, self.limit)
+        out.update(self)
+        return out
+
+
+def known(conn: sqlite3.Connection, limit: int) -> Known:
+    """The validation index of the first ``limit`` indexed records, looked up in SQL as rules ask."""
+    row = conn.execute("SELECT id FROM records WHERE seq = ?", (limit - 1,)).fetchone() if limit else None
+    top = model.seq(row[0]) if row else 0
+    return Known(max_seq=top, lines=_Ids(conn, limit), retired=_Retired(conn, limit), count=limit)
 
 
 # -- proving current -----------------------------------------------------------------------------
@@ -178,8 +258,11 @@ def _read_tail(ledger: Path, length: int) -> bytes | None:
         os.close(fd)
 
 
-def _proven(conn: sqlite3.Connection, ledger: Path) -> bool:
-    """True when the index provably holds the ledger's current bytes, without reading them all."""
+def _proven(conn: sqlite3.Connection, ledger: Path, data: bytes | None = None) -> bool:
+    """True when the index provably holds the ledger's current bytes, without reading them all.
+
+    ``data``: the bytes the caller read under the ledger's lock; then they must be what the index holds.
+    """
     meta = _meta(conn)
     if meta.get("schema_version") != SCHEMA_VERSION or meta.get("ledger") != str(ledger.resolve()):
         return False
@@ -188,7 +271,7 @@ def _proven(conn: sqlite3.Connection, ledger: Path) -> bool:
         return False
     if size != meta.get("length"):
         return False  # an unfinished batch or a torn line lies beyond: read it the long way
-    tail = _read_tail(ledger, size)
+    tail = _read_tail(ledger, size) if data is None else (data[max(0, size - TAIL) :] if len(data) == size else None)
     return tail is not None and hashlib.sha256(tail).hexdigest() == meta.get("tail_digest")
 
 
@@ -206,15 +289,39 @@ def open_index(ledger: Path) -> Index:
         except sqlite3.Error:
             pass
         conn.close()
+    # Not provably current: read the bytes under the ledger's shared lock (so no docket writer is
+    # halfway through a batch), then bring the index to them under its own lock.
+    stat, data = _locked_read(ledger)
+    return _for_bytes(ledger, target, data, stat)
+
+
+def _locked_read(ledger: Path) -> tuple[tuple[int, int, int, int], bytes]:
+    """(stat, bytes) of the ledger as readers see it; the stat is taken first, so it never vouches for newer bytes."""
+    try:
+        if os.path.isdir(ledger.parent) and not os.path.islink(ledger.parent):
+            with store.locked(ledger, exclusive=False) as fd:
+                return db.file_stat(ledger), store.current_bytes(ledger, fd)
+        stat = db.file_stat(ledger)
+        return stat, files.read_bytes(ledger, store.root_of(ledger), files.LEDGER_CAP)
+    except FileNotFoundError:
+        return (0, 0, 0, 0), b""
+    except OSError as exc:
+        raise LedgerError(f"cannot read {ledger}: {exc.strerror}") from None
+
+
+def _for_bytes(ledger: Path, target: Path, data: bytes, stat: tuple, trusted: tuple | None = None) -> Index:
+    """The index brought to ``data`` (the ledger's bytes as of ``stat``), persistent when the cache dir allows."""
     try:
         with db.lock(target):
-            return _update_persistent(ledger, target)
+            ix = _update_persistent(ledger, target, data, stat, trusted)
+            ix.data = data
+            return ix
     except (OSError, sqlite3.Error) as exc:
         notice(f"cannot write the ledger index at {target.parent} ({_why(exc)}); using an in-memory index")
     conn = sqlite3.connect(":memory:", isolation_level=None)
     conn.executescript(SCHEMA)
-    how = update(conn, ledger)
-    return Index(conn, ledger, None, how)
+    how = update(conn, ledger, data, stat)
+    return Index(conn, ledger, None, how, data)
 
 
 def _why(exc: BaseException) -> str:
@@ -232,7 +339,7 @@ def _open_persistent(target: Path) -> sqlite3.Connection | None:
     return conn
 
 
-def _update_persistent(ledger: Path, target: Path) -> Index:
+def _update_persistent(ledger: Path, target: Path, data: bytes, stat: tuple, trusted: tuple | None) -> Index:
     """Under the index's lock: make the file current (a corrupt or foreign one is started afresh)."""
     try:
         conn = db.open_wal(target)
@@ -242,11 +349,16 @@ def _update_persistent(ledger: Path, target: Path) -> Index:
     except sqlite3.DatabaseError:
         conn = _fresh(target)
     try:
-        how = "current" if _proven(conn, ledger) else update(conn, ledger)
+        how = (
+            "current" if trusted is None and _proven(conn, ledger, data) else update(conn, ledger, data, stat, trusted)
+        )
     except sqlite3.DatabaseError:
         conn.close()
         conn = _fresh(target)
-        how = update(conn, ledger)
+        how = update(conn, ledger, data, stat)
+    except BaseException:
+        conn.close()
+        raise
     return Index(conn, ledger, target, how)
 
 
@@ -273,21 +385,32 @@ def _usable(conn: sqlite3.Connection) -> bool:
 # -- updating --------------------------------------------------------------------------------------
 
 
-def update(conn: sqlite3.Connection, ledger: Path) -> str:
-    """Bring conn's tables to the ledger's current bytes; "updated" or "rebuilt"."""
+def update(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple, trusted: tuple | None = None) -> str:
+    """Bring conn's tables to ``data``, the ledger's bytes as of ``stat``; "updated" or "rebuilt".
+
+    Only the lines past the last checkpoint ``data`` still matches are
+    validated and indexed. ``trusted`` is (bytes, records, lines) of a prefix
+    the caller proved under the ledger's exclusive lock (its own append):
+    then no checkpoint is hashed. Raises ``LedgerError`` when the new lines
+    do not validate; the tables are then left as they were.
+    """
     with jsonl.gc_paused():
-        snap = store.read(ledger, records=False)
-        stat = db.file_stat(ledger)
-        data = snap.data
-        length = snap.valid_length
         meta = _meta(conn)
-        same_ledger = meta.get("ledger") == str(ledger.resolve())
-        shared, kept = _shared_prefix(conn, data, length) if same_ledger else (0, 0)
-        decoded = (snap.tail_from, snap.tail, snap.tail_ends)
+        same = meta.get("ledger") == str(ledger.resolve()) and meta.get("schema_version") == SCHEMA_VERSION
+        if trusted is not None and same and (meta.get("length"), meta.get("lines")) == (trusted[0], trusted[2]):
+            shared, kept, lines = trusted
+        else:
+            shared, kept, lines = _shared_prefix(conn, data) if same else (0, 0, 0)
         conn.execute("BEGIN IMMEDIATE")
         try:
-            how = _apply(conn, data, shared, kept, length, decoded)
-            _write_meta(conn, ledger, stat, data, length)
+            total = conn.execute("SELECT count(*) FROM records").fetchone()[0]
+            if kept < total:
+                _truncate(conn, kept)
+            snap = store.parse(ledger, data, records=False, start=shared, line_no=lines, known=known(conn, kept))
+            how = _apply(conn, data, shared, kept, lines, snap, appended_only=total == kept)
+            _write_meta(
+                conn, ledger, stat, data, snap.valid_length, lines + data.count(b"\n", shared, snap.valid_length)
+            )
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('indexed_from', ?)", (kept,))
             conn.execute("COMMIT")
         except BaseException:
@@ -296,32 +419,36 @@ def update(conn: sqlite3.Connection, ledger: Path) -> str:
     return how
 
 
-def _shared_prefix(conn: sqlite3.Connection, data: bytes, length: int) -> tuple[int, int]:
-    """(bytes, records) of the indexed prefix the ledger still starts with, to the last matching checkpoint."""
+def _shared_prefix(conn: sqlite3.Connection, data: bytes) -> tuple[int, int, int]:
+    """(bytes, records, lines) of the indexed prefix data still starts with, to the last matching checkpoint."""
     view = memoryview(data)
-    shared = kept = start = 0
-    for end, records, digest in conn.execute("SELECT end_offset, records, digest FROM checkpoints ORDER BY end_offset"):
-        if end > length or hashlib.sha256(view[start:end]).hexdigest() != digest:
+    shared = kept = lines = start = 0
+    rows = conn.execute("SELECT end_offset, records, lines, digest FROM checkpoints ORDER BY end_offset")
+    for end, records, newlines, digest in rows:
+        if end > len(data) or hashlib.sha256(view[start:end]).hexdigest() != digest:
             break
-        shared, kept, start = end, records, end
-    return shared, kept
+        shared, kept, lines, start = end, records, newlines, end
+    return shared, kept, lines
 
 
-def _checkpoints(data: bytes, start: int, records_before: int, length: int) -> Iterator[tuple[int, int, str]]:
-    """(end, records before end, digest of the block) from start to length, a block per BLOCK bytes."""
+def _checkpoints(
+    data: bytes, start: int, records_before: int, lines_before: int, length: int
+) -> Iterator[tuple[int, int, int, str]]:
+    """(end, records before end, newlines before end, digest of the block) from start to length, a block per BLOCK bytes."""
     view = memoryview(data)
     pos = start
-    count = records_before
+    count, lines = records_before, lines_before
     while pos < length:
         nl = data.find(b"\n", min(pos + BLOCK, length) - 1, length)
         end = length if nl < 0 else nl + 1
-        lines, _ = jsonl.whole_lines(data, pos, end)
-        count += len(lines)
-        yield end, count, hashlib.sha256(view[pos:end]).hexdigest()
+        found, _ = jsonl.whole_lines(data, pos, end)
+        count += len(found)
+        lines += data.count(b"\n", pos, end)
+        yield end, count, lines, hashlib.sha256(view[pos:end]).hexdigest()
         pos = end
 
 
-def _write_meta(conn: sqlite3.Connection, ledger: Path, stat: tuple, data: bytes, length: int) -> None:
+def _write_meta(conn: sqlite3.Connection, ledger: Path, stat: tuple, data: bytes, length: int, lines: int) -> None:
     size, mtime, ctime, ino = stat
     values = {
         "schema_version": SCHEMA_VERSION,
@@ -331,51 +458,60 @@ def _write_meta(conn: sqlite3.Connection, ledger: Path, stat: tuple, data: bytes
         "ctime_ns": ctime,
         "inode": ino,
         "length": length,
+        "lines": lines,
         "tail_digest": _tail_digest(data, length),
     }
     conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", values.items())
+    conn.execute("DELETE FROM meta WHERE key IN ('revision', 'records_end')")
 
 
 def _apply(
-    conn: sqlite3.Connection, data: bytes, shared: int, kept: int, length: int, decoded: tuple = (0, [], [])
+    conn: sqlite3.Connection,
+    data: bytes,
+    shared: int,
+    kept: int,
+    lines: int,
+    snap: store.Snapshot,
+    *,
+    appended_only: bool,
 ) -> str:
-    """Replace the records past the first ``kept`` (bytes from ``shared`` on) with the ledger's lines.
-
-    ``decoded`` is (offset, records, ends) that validation already decoded; the
-    records past ``shared`` are taken from it rather than decoded again.
-    """
-    lines, ends = jsonl.whole_lines(data, shared, length)
-    start, tail, tail_ends = decoded
-    skip = len(tail_ends) - len(ends)
-    if start <= shared and skip >= 0 and tail_ends[skip:] == ends:
-        new = tail[skip:]
-    else:
-        new = json.loads(b"[" + b",".join(lines) + b"]") if lines else []  # validated lines
-    total = conn.execute("SELECT count(*) FROM records").fetchone()[0]
-    appended_only = total == kept
-    if kept < total:
-        _truncate(conn, kept)
+    """Index the records validation found past ``shared`` after the first ``kept`` (the rest are truncated already)."""
+    length = snap.valid_length
+    found, ends = jsonl.whole_lines(data, shared, length)
+    new = snap.tail
+    if snap.tail_ends != ends:  # never: both are the non-blank whole lines of the same region
+        raise LedgerError(f"{snap.path}: the index could not line up the ledger's records; run the command again")
     # The last shared checkpoint may end a short block (the file's old end): blocks are cut
     # again from the checkpoint before it, so appends do not leave a trail of small blocks.
-    start, before = shared, kept
+    start, before, before_lines = shared, kept, lines
     row = conn.execute(
-        "SELECT end_offset, records FROM checkpoints WHERE end_offset < ? ORDER BY end_offset DESC LIMIT 1",
+        "SELECT end_offset, records, lines FROM checkpoints WHERE end_offset < ? ORDER BY end_offset DESC LIMIT 1",
         (shared,),
     ).fetchone()
     if shared and shared - (row[0] if row else 0) < BLOCK:
-        start, before = (row[0], row[1]) if row is not None else (0, 0)
+        start, before, before_lines = (row[0], row[1], row[2]) if row is not None else (0, 0, 0)
     conn.execute("DELETE FROM checkpoints WHERE end_offset > ?", (start,))
-    conn.executemany("INSERT INTO checkpoints VALUES (?, ?, ?)", _checkpoints(data, start, before, length))
+    conn.executemany(
+        "INSERT INTO checkpoints VALUES (?, ?, ?, ?)", _checkpoints(data, start, before, before_lines, length)
+    )
     if not kept:
-        conn.execute("DELETE FROM records")
-        for table in ("relations", "scopes", "blocked_by", "resolved_by"):
+        # A rebuild fills empty tables: drop their indexes first and build each once at the end
+        # (several times faster than keeping them up to date row by row).
+        for table in ("records", "relations", "scopes", "blocked_by", "resolved_by"):
             conn.execute(f"DELETE FROM {table}")
-        _settle_all(conn, [], new, lines, ends, data)
+        for (name,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
+        ).fetchall():
+            conn.execute(f"DROP INDEX {name}")
+        _settle_all(conn, [], new, found, ends, data)
+        for statement in SCHEMA.splitlines():
+            if statement.startswith("CREATE INDEX"):
+                conn.execute(statement)
         return "rebuilt"
     if appended_only and not any(r.get("supersedes") for r in new):
-        _settle_appended(conn, kept, new, lines, ends, data)
+        _settle_appended(conn, kept, new, found, ends, data)
     else:
-        _settle_all(conn, _stored_rows(conn), new, lines, ends, data, first=kept)
+        _settle_all(conn, _stored_rows(conn), new, found, ends, data, first=kept)
     return "updated"
 
 
@@ -438,6 +574,7 @@ def _record_row(seq: int, record: dict, view: dict, offset: int, end: int, line:
         _ids(record.get("supersedes")),
         _ids(record.get("depends_on")),
         _ids(record.get("answers")),
+        0,  # degree: counted once the record's citers are in (_count_degrees, _settle_appended)
     )
 
 
@@ -510,6 +647,20 @@ def _settle_all(
         "INSERT INTO resolved_by VALUES (?, ?, ?)",
         ((q, r, n) for q, who in derived.resolved_by.items() for n, r in enumerate(who)),
     )
+    _count_degrees(conn)
+
+
+def _count_degrees(conn: sqlite3.Connection) -> None:
+    """Every record's degree again, from the relations and resolved_by tables (in SQL, in one pass each)."""
+    conn.execute("UPDATE records SET degree = 0 WHERE degree != 0")
+    conn.execute(
+        "UPDATE records SET degree = degree + t.n FROM (SELECT target, count(*) AS n FROM relations "
+        "WHERE type != 'supersedes' GROUP BY target) AS t WHERE records.id = t.target"
+    )
+    conn.execute(
+        "UPDATE records SET degree = degree + t.n FROM (SELECT resolver, count(*) AS n FROM resolved_by "
+        "GROUP BY resolver) AS t WHERE records.id = t.resolver"
+    )
 
 
 def _settle_appended(
@@ -557,6 +708,8 @@ def _settle_appended(
         "INSERT INTO blocked_by VALUES (?, ?, ?)",
         ((r["id"], b, n) for r in new if r["kind"] == "decision" for n, b in enumerate(derived.blocked[r["id"]])),
     )
+    # Degrees: each reference the new records make, and each question one of them now resolves.
+    referenced = [ref for r in new for ref in _cites(r)]
     for question, resolvers in derived.resolved_by.items():
         done = before.get(question, 0)
         if len(resolvers) > done:
@@ -565,6 +718,16 @@ def _settle_appended(
                 ((question, r, n) for n, r in enumerate(resolvers) if n >= done),
             )
             conn.execute("UPDATE records SET state = 'resolved' WHERE id = ? AND kind = 'question'", (question,))
+            referenced.extend(resolvers[done:])
+    conn.executemany("UPDATE records SET degree = degree + 1 WHERE id = ?", ((ref,) for ref in referenced))
+
+
+def _cites(record: dict) -> list[str]:
+    """The IDs a record cites in supports (each occurrence), depends_on and answers."""
+    refs = [ref for group in record.get("supports") or () for ref in group]
+    refs.extend(record.get("depends_on") or ())
+    refs.extend(record.get("answers") or ())
+    return refs
 
 
 # -- reading ---------------------------------------------------------------------------------------
@@ -578,6 +741,26 @@ def opened(ledger: Path) -> Iterator[Index]:
         yield index
     finally:
         index.close()
+
+
+def outline_columns(conn: sqlite3.Connection) -> tuple[list[str], list[str], str, list[str]]:
+    """(IDs, degrees, pinned flags, retired_by) of every record in file order, each column in one string.
+
+    What a briefing reads of every record comes from one scan of a covering
+    index, concatenated in SQL: building a Python row per record would cost
+    several times more at 100k records.
+    """
+    ids, degrees, pinned, retired = conn.execute(
+        "SELECT group_concat(id, ' '), group_concat(degree, ' '), group_concat(pinned, ''), "
+        "group_concat(retired_by, ' ') FROM records INDEXED BY records_outline"
+    ).fetchone()
+    if ids is None:
+        return [], [], "", []
+    out = (ids.split(" "), degrees.split(" "), pinned, retired.split(" "))
+    last = conn.execute("SELECT id FROM records ORDER BY seq DESC LIMIT 1").fetchone()[0]
+    if len(out[0]) != len(out[3]) or out[0][-1] != last:  # never: the index scan is in file order
+        raise LedgerError(f"the ledger index of {conn} is damaged; delete it and run the command again")
+    return out
 
 
 def derived_for(conn: sqlite3.Connection, ids: list[str]) -> project.Derived:
@@ -599,43 +782,80 @@ def derived_for(conn: sqlite3.Connection, ids: list[str]) -> project.Derived:
     return derived
 
 
+#: Up to this many records are read line by line (each checked against its digest) instead of reading the file.
+FEW = 512
+
+
 def records_of(ix: Index, ids: list[str]) -> list[dict]:
     """The full records with these IDs (decoded from their ledger lines in one go), in the order given.
 
-    The lines are read from the ledger the index was just proven against; if
-    the file changed in between, the index is brought current again first.
+    A few records are read line by line at the offsets the index holds, each
+    line checked against its digest; many, from the whole file. Either way the
+    bytes are the ones the index was proven against: if the file changed in
+    between, the index is brought current again first.
     """
     if not ids:
         return []
-    data = ledger_bytes(ix)
-    spans = dict(
-        (
-            (rid, (offset, size))
-            for rid, offset, size in ix.conn.execute("SELECT id, line_offset, line_length FROM records")
-        )
-        if len(ids) > 64
-        else (
-            (rid, row)
-            for rid in ids
-            for row in ix.conn.execute("SELECT line_offset, line_length FROM records WHERE id = ?", (rid,))
-        )
-    )
-    view = memoryview(data)
-    chunks = [view[o : o + n] for o, n in (spans[rid] for rid in ids)]
+    if len(ids) > 64:
+        spans = {rid: (o, n, d) for rid, o, n, d in ix.conn.execute(_SPANS)}
+    else:
+        spans = {}
+        for rid in ids:
+            for row in ix.conn.execute(_SPANS + " WHERE id = ?", (rid,)):
+                spans[rid] = row[1:]
+    wanted = [spans[rid] for rid in ids]
+    chunks = _read_lines(ix, wanted) if len(wanted) <= FEW and ix.data is None else None
+    if chunks is None:
+        view = memoryview(ledger_bytes(ix))
+        chunks = [view[o : o + n] for o, n, _ in wanted]
     return json.loads(b"[" + b",".join(chunks) + b"]")
+
+
+_SPANS = "SELECT id, line_offset, line_length, line_digest FROM records"
+
+
+def _read_lines(ix: Index, spans: list[tuple[int, int, str]]) -> list[bytes] | None:
+    """The lines at these (offset, length, digest) spans, or None when one does not match its digest."""
+    try:
+        fd = files.open_fd(ix.ledger, os.O_RDONLY, store.root_of(ix.ledger))
+    except OSError:
+        return None
+    try:
+        out = []
+        for offset, length, digest in spans:
+            line = os.pread(fd, length, offset)
+            if hashlib.sha256(line).hexdigest() != digest:
+                return None  # the file changed since it was proven: take the long way
+            out.append(line)
+        return out
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def prefix_digest(ix: Index, rid: str) -> str:
+    """SHA-256 of the ledger bytes up to and including rid's line (``ID@DIGEST`` baselines)."""
+    data = ledger_bytes(ix)
+    row = ix.conn.execute("SELECT line_offset, line_length FROM records WHERE id = ?", (rid,)).fetchone()
+    if row is None:
+        raise KeyError(rid)
+    end = min(row[0] + row[1] + 1, len(data))
+    return hashlib.sha256(memoryview(data)[:end]).hexdigest()
 
 
 def ledger_bytes(ix: Index) -> bytes:
     """The ledger's bytes, checked to be the ones the index holds (brought current again if they changed)."""
-    for _ in range(3):
-        data = _ledger_bytes(ix.ledger)
+    for attempt in range(3):
+        data = ix.data if ix.data is not None and attempt == 0 else _locked_read(ix.ledger)[1]
         meta = _meta(ix.conn)
         length = meta.get("length", 0)
         if len(data) >= length and _tail_digest(data, length) == meta.get("tail_digest"):
+            ix.data = data
             return data
         fresh = open_index(ix.ledger)  # changed under us: prove (and update) again
         ix.conn.close()
-        ix.conn, ix.path = fresh.conn, fresh.path
+        ix.conn, ix.path, ix.data = fresh.conn, fresh.path, fresh.data
     raise store.LedgerError(f"{ix.ledger} keeps changing while it is read; try again")
 
 
@@ -649,10 +869,151 @@ def texts(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict]:
     return out
 
 
-def _ledger_bytes(ledger: Path) -> bytes:
-    """The ledger's bytes as readers see them (under its shared lock; "" when it is gone)."""
+def records_end(data: bytes, valid_length: int) -> int:
+    """The byte offset just past the last record's line within the valid bytes (0 if none)."""
+    last = valid_length - 1
+    while last >= 0 and data[last] in b" \t\r\n\f\v":  # trailing blank lines (no copy of the data)
+        last -= 1
+    if last < 0:
+        return 0
+    nl = data.find(b"\n", last + 1, valid_length)
+    return nl + 1 if nl >= 0 else valid_length
+
+
+def revision(ix: Index) -> tuple[str, int]:
+    """(SHA-256 of the ledger through its last record's line, that line's end): the briefing's revision.
+
+    Hashing a large ledger costs tens of milliseconds, so the first reader
+    after a change computes it and files it in the index for the next ones.
+    """
+    meta = _meta(ix.conn)
+    if meta.get("revision") and meta.get("records_end") is not None:
+        return meta["revision"], meta["records_end"]
+    data = ledger_bytes(ix)
+    meta = _meta(ix.conn)
+    end = records_end(data, meta.get("length", 0))
+    digest = hashlib.sha256(memoryview(data)[:end]).hexdigest()
+    _file_revision(ix, meta, digest, end)
+    return digest, end
+
+
+def _file_revision(ix: Index, meta: dict, digest: str, end: int) -> None:
+    """Store a computed revision when the index still holds the bytes it was computed from (best effort)."""
     try:
-        with store.locked(ledger, exclusive=False) as fd:
-            return store.current_bytes(ledger, fd)
-    except FileNotFoundError:
-        return b""
+        conn = ix.conn if ix.path is None else db.open_wal(ix.path)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            now = _meta(conn)
+            if (now.get("length"), now.get("tail_digest")) == (meta.get("length"), meta.get("tail_digest")):
+                conn.executemany(
+                    "INSERT OR REPLACE INTO meta VALUES (?, ?)", (("revision", digest), ("records_end", end))
+                )
+            conn.execute("COMMIT")
+        finally:
+            if conn is not ix.conn:
+                conn.close()
+    except (OSError, sqlite3.Error):
+        pass
+
+
+def read(ledger: Path | None, *, records: bool = True) -> store.Snapshot:
+    """The ledger validated (only what the index had not seen), as a snapshot; a missing file reads as empty.
+
+    With ``records`` every record is decoded (in one go: the bytes were
+    validated when they were indexed); the snapshot's ``index`` is not filled.
+    """
+    if ledger is None:
+        return store.Snapshot(path=Path(store.LEDGER_DIR) / store.LEDGER_NAME)
+    with jsonl.gc_paused(), opened(ledger) as ix:
+        data = ledger_bytes(ix)
+        meta = _meta(ix.conn)
+        length = meta.get("length", 0)
+        snap = store.Snapshot(path=ledger, data=data, valid_length=length)
+        if records and length:
+            lines, snap.ends = jsonl.whole_lines(data, 0, length)
+            snap.records = json.loads(b"[" + b",".join(lines) + b"]") if lines else []
+        digest = meta.get("revision")
+        if digest and meta.get("records_end") is not None:
+            snap.hashed = (meta["records_end"], digest)
+        return snap
+
+
+def parse(ledger: Path, data: bytes, *, records: bool = True, ix: Index | None = None) -> store.Snapshot:
+    """Validate bytes that may share a prefix with the ledger's (a staged blob, a rebase's result).
+
+    The lines up to the last checkpoint they share with the indexed ledger
+    are the ones validated there already; only the rest are validated. When
+    the ledger itself cannot be indexed (it is invalid), every line is.
+    ``ix``: the ledger's index, when the caller holds the ledger's lock (``held``).
+    """
+    if ix is not None:
+        return _parse_over(ix, ledger, data, records)
+    try:
+        own = open_index(ledger)
+    except LedgerError:
+        return store.parse(ledger, data, records=records)
+    try:
+        return _parse_over(own, ledger, data, records)
+    finally:
+        own.close()
+
+
+def _parse_over(ix: Index, ledger: Path, data: bytes, records: bool) -> store.Snapshot:
+    shared, kept, lines = _shared_prefix(ix.conn, data)
+    return store.parse(ledger, data, records=records, start=shared, line_no=lines, known=known(ix.conn, kept))
+
+
+def held(ledger: Path, data: bytes) -> Index:
+    """The index brought to ``data``: the ledger's bytes, read by a caller that holds the ledger's lock.
+
+    (``open_index`` would take the ledger's lock itself, which a holder of it must not.)
+    """
+    return _current_for(ledger, db_path(ledger), data, db.file_stat(ledger))
+
+
+def append(ledger: Path, drafts: list[dict], *, dry_run: bool = False) -> list[dict]:
+    """Allocate IDs, validate and append drafts all or nothing; return the records.
+
+    Under the ledger's exclusive lock: the index is brought to the file's
+    bytes (validating only what it had not seen), each draft is validated
+    against it and the drafts before it, then all lines are written at once,
+    flushed and fsynced, and the index takes in just the new lines. On any
+    failure the ledger is left byte-identical.
+    """
+    store.prepare_directory(ledger, dry_run=dry_run)
+    with store.locked(ledger, exclusive=True) as fd:
+        assert fd is not None
+        data = store.writer_bytes(ledger, fd)
+        stat = db.file_stat(ledger)
+        target = db_path(ledger)
+        ix = _current_for(ledger, target, data, stat)
+        try:
+            records = recording.prepare(ix.known(), drafts)
+            if dry_run:
+                return records
+            meta = _meta(ix.conn)
+            keep, lines, count = meta.get("length", 0), meta.get("lines", 0), ix.count()
+            new = store.write_records(ledger, fd, data, keep, records)
+            # The index takes in the new lines; nothing before them changed (we hold the lock).
+            trusted, stat = (keep, count, lines), db.file_stat(ledger)
+            if ix.path is None:
+                update(ix.conn, ledger, new, stat, trusted)
+            else:
+                ix.close()
+                _for_bytes(ledger, target, new, stat, trusted).close()
+        finally:
+            ix.close()
+    return records
+
+
+def _current_for(ledger: Path, target: Path, data: bytes, stat: tuple) -> Index:
+    """The index proven to hold ``data`` (the ledger's bytes, read under its lock), or brought to them."""
+    conn = _open_persistent(target)
+    if conn is not None:
+        try:
+            if _proven(conn, ledger, data):
+                return Index(conn, ledger, target, data=data)
+        except sqlite3.Error:
+            pass
+        conn.close()
+    return _for_bytes(ledger, target, data, stat)

@@ -216,12 +216,8 @@ def prepare(known: Index, drafts: list[dict]) -> list[dict]:
     Each draft's ``kind`` picks its ID prefix; ``@N`` in relations names the
     Nth draft. Raises ``LedgerError`` naming the record; changes nothing on disk.
     """
-    index = Index(
-        max_seq=known.max_seq,
-        lines=dict(known.lines),
-        retired=set(known.retired),
-        count=known.count,
-    )
+    # copy(): the known IDs may be looked up in the ledger index rather than held in memory.
+    index = Index(max_seq=known.max_seq, lines=known.lines.copy(), retired=known.retired.copy(), count=known.count)
     out: list[dict] = []
     ids: list[str] = []
     for position, draft in enumerate(drafts, start=1):

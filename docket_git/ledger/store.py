@@ -1,10 +1,10 @@
-"""Find, lock, read and append the ledger file; keep the validated-prefix cache.
+"""Find, lock, read and write the ledger file; validate its bytes from any point on.
 
-A read validates only what the cache has not seen: the cache remembers the
-byte length and SHA-256 of the last fully validated prefix plus the index the
-cross-record rules need. If the file only grew, the new lines are validated
-against that index; if anything else changed, the whole file is validated
-again. The cache is never trusted over the file.
+This module knows files, locks and the batch journal; it keeps no derived
+state. What has been validated already is the ledger index's to know
+(``ledger.index``): it hands ``parse`` the point to start from and the
+validation index of everything before it, so a reader or writer validates
+only the lines the index has not seen.
 """
 
 from __future__ import annotations
@@ -12,26 +12,19 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import hashlib
 import json
-import marshal
 import os
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from docket_git.errors import LedgerError, NoLedger, notice
-from docket_git.ledger import cachefile, canonical, jsonl, model, recording
+from docket_git.ledger import canonical, jsonl
 from docket_git.ledger.validate import Index, Invalid, check_line, parse_line
 from docket_git.repo import files, gitio
 
 LEDGER_DIR = ".docket"
 LEDGER_NAME = "ledger.jsonl"
-CACHE_VERSION = 3
-#: The cache is marshal data (several times faster to load than JSON at 100k IDs), whose
-#: format may change between Python versions: a cache is read only by the one that wrote it.
-_FORMAT = f"{CACHE_VERSION}/py{sys.version_info[0]}.{sys.version_info[1]}"
 
 
 NO_LEDGER = "no ledger here; run 'docket init' in a git repository"
@@ -221,104 +214,6 @@ def _clear_journal(fd: int) -> None:
     os.ftruncate(fd, 0)
 
 
-# -- the validated-prefix cache ------------------------------------------------
-
-
-def _cache_file(path: Path) -> Path:
-    return cachefile.cache_path("prefix", cachefile.ledger_key(path), "marshal")
-
-
-@dataclass
-class _Prefix:
-    length: int
-    lines: int
-    index: Index
-    digest: str = ""
-
-
-def _load_cache(path: Path, data: bytes) -> _Prefix | None:
-    """The cached prefix if the file still starts with it; else the longest checkpoint it still starts with.
-
-    A branch switch or a rebase rewrites the ledger past some point; the
-    checkpoints (at 1/2, 3/4, 7/8, ... of the cached prefix) let a read
-    re-validate only from the last one the bytes still match.
-    """
-    try:
-        raw = marshal.loads(_cache_file(path).read_bytes())
-        if raw.get("version") != _FORMAT or raw.get("path") != str(path.resolve()):
-            return None
-        length = raw["length"]
-        if length <= len(data) and hashlib.sha256(memoryview(data)[:length]).hexdigest() == raw["digest"]:
-            retired_at = raw["retired"]
-            index = Index(raw["max_seq"], raw["ids"], set(retired_at), raw["count"], retired_at)
-            return _Prefix(length, raw["lines"], index, raw["digest"])
-        return _from_checkpoint(raw, data)
-    except Exception:  # missing, damaged or foreign: validate again, as without a cache
-        return None
-
-
-def _from_checkpoint(raw: dict, data: bytes) -> _Prefix | None:
-    best = None
-    digest = hashlib.sha256()
-    pos = 0
-    for end, line, expected in raw["checkpoints"]:
-        if end > len(data):
-            break
-        digest.update(memoryview(data)[pos:end])
-        pos = end
-        if digest.hexdigest() != expected:
-            break  # prefixes nest: no later checkpoint can match either
-        best = (end, line, expected)
-    if best is None:
-        return None
-    end, line, expected = best
-    ids = {rid: n for rid, n in raw["ids"].items() if n <= line}
-    retired_at = {rid: n for rid, n in raw["retired"].items() if n <= line}
-    max_seq = model.seq(next(reversed(ids))) if ids else 0  # IDs only increase along the file
-    return _Prefix(end, line, Index(max_seq, ids, set(retired_at), len(ids), retired_at), expected)
-
-
-#: Checkpoints at these fractions of the prefix: 1/2, 3/4, 7/8, ... (the last few records matter most).
-CHECKPOINT_DEPTH = 16
-
-
-def _checkpoints(prefix: bytes) -> tuple[str, list[tuple[int, int, str]]]:
-    """The prefix's SHA-256, and (byte end, line, SHA-256) at line ends near 1/2, 3/4, 7/8, ... of it."""
-    size = len(prefix)
-    targets = sorted({prefix.find(b"\n", size - (size >> j)) + 1 for j in range(1, CHECKPOINT_DEPTH + 1)})
-    digest = hashlib.sha256()
-    view = memoryview(prefix)
-    pos = line = 0
-    out: list[tuple[int, int, str]] = []
-    for end in targets:
-        if end <= pos or end >= size:
-            continue
-        digest.update(view[pos:end])
-        line += prefix.count(b"\n", pos, end)
-        pos = end
-        out.append((end, line, digest.hexdigest()))
-    digest.update(view[pos:])
-    return digest.hexdigest(), out
-
-
-def _save_cache(path: Path, prefix_bytes: bytes, lines: int, index: Index) -> None:
-    target = _cache_file(path)
-    digest, checkpoints = _checkpoints(prefix_bytes)
-    payload = {
-        "version": _FORMAT,
-        "path": str(path.resolve()),
-        "length": len(prefix_bytes),
-        "digest": digest,
-        "lines": lines,
-        "max_seq": index.max_seq,
-        "count": index.count,
-        "ids": index.lines,
-        "retired": index.retired_at,
-        "checkpoints": checkpoints,
-    }
-    cachefile.write(target, marshal.dumps(payload))
-
-
 # -- reading ------------------------------------------------------------------
 
 
@@ -382,30 +277,39 @@ def _segments(data: bytes, start: int, first_line: int) -> Iterator[tuple[int, i
 gc_paused = jsonl.gc_paused
 
 
-def parse(path: Path, data: bytes, *, records: bool = True, use_cache: bool = True) -> Snapshot:
-    """Validate ledger bytes (only past the cached prefix) and build a snapshot."""
+def parse(
+    path: Path,
+    data: bytes,
+    *,
+    records: bool = True,
+    start: int = 0,
+    line_no: int = 0,
+    known: Index | None = None,
+) -> Snapshot:
+    """Validate ledger bytes from ``start`` on and build a snapshot.
+
+    ``known`` is the validation index of the records before ``start`` (whose
+    bytes end at a line end, ``line_no`` lines in), which the caller vouches
+    for: the ledger index proves them. With ``records`` the snapshot holds
+    every record, the prefix decoded without validation; otherwise only the
+    records past ``start`` (``tail``).
+    """
     with gc_paused():
-        return _parse(path, data, records=records, use_cache=use_cache)
+        return _parse(path, data, records=records, start=start, line_no=line_no, known=known)
 
 
-def _parse(path: Path, data: bytes, *, records: bool, use_cache: bool) -> Snapshot:
+def _parse(path: Path, data: bytes, *, records: bool, start: int, line_no: int, known: Index | None) -> Snapshot:
     snap = Snapshot(path=path, data=data)
-    cached = _load_cache(path, data) if use_cache else None
-    start, line_no, index = (cached.length, cached.lines, cached.index) if cached else (0, 0, Index())
-    snap.index = index
+    index = snap.index = known if known is not None else Index()
     snap.tail_from = start
-    if cached:
-        snap.hashed = (cached.length, cached.digest)
     if records and start:
         prefix_lines, snap.ends = jsonl.whole_lines(data, 0, start)
         parsed = jsonl.decode_many(prefix_lines)
         snap.records = parsed if parsed is not None else [json.loads(x) for x in prefix_lines]
     valid_end = start
-    grew = False
     for number, end, raw in _segments(data, start, line_no):
         if not raw.strip():
             valid_end = end
-            line_no = number
             continue
         try:
             record = parse_line(raw)
@@ -431,45 +335,40 @@ def _parse(path: Path, data: bytes, *, records: bool, use_cache: bool) -> Snapsh
             snap.tail.append(record)
             snap.tail_ends.append(end)
         valid_end = end
-        line_no = number
-        grew = True
     snap.valid_length = valid_end
-    if grew and use_cache:
-        cut = data.rfind(b"\n", 0, valid_end) + 1  # cache whole lines only
-        if cut == valid_end:
-            _save_cache(path, data[:cut], line_no, index)
     return snap
 
 
-def read(path: Path | None, *, records: bool = True, lock: bool = True) -> Snapshot:
-    """Read and validate the ledger at path; a missing file reads as empty."""
-    if path is None:
-        return Snapshot(path=Path(LEDGER_DIR) / LEDGER_NAME)
-    root = root_of(path)
+def read_bytes(path: Path) -> bytes | None:
+    """The ledger's bytes as readers see them, read under its shared lock; None when it does not exist."""
     try:
-        if lock and os.path.isdir(path.parent) and not os.path.islink(path.parent):
+        if os.path.isdir(path.parent) and not os.path.islink(path.parent):
             with locked(path, exclusive=False) as fd:
-                data = current_bytes(path, fd)
-        else:
-            data = files.read_bytes(path, root, files.LEDGER_CAP)
+                return current_bytes(path, fd)
+        return files.read_bytes(path, root_of(path), files.LEDGER_CAP)
     except FileNotFoundError:
-        return Snapshot(path=path)
+        return None
     except OSError as exc:
         raise LedgerError(f"cannot read {path}: {exc.strerror}") from None
-    return parse(path, data, records=records)
+
+
+def read(path: Path | None, *, records: bool = True) -> Snapshot:
+    """Read and validate every line of the ledger at path; a missing file reads as empty.
+
+    The reference read: commands read through ``ledger.index``, which
+    validates only what it has not seen.
+    """
+    if path is None:
+        return Snapshot(path=Path(LEDGER_DIR) / LEDGER_NAME)
+    data = read_bytes(path)
+    return Snapshot(path=path) if data is None else parse(path, data, records=records)
 
 
 # -- appending -----------------------------------------------------------------
 
 
-def append(path: Path, drafts: list[dict], *, dry_run: bool = False) -> list[dict]:
-    """Allocate IDs, validate and append drafts all or nothing; return the records.
-
-    Runs under the exclusive lock: the ledger is re-read (only its unvalidated
-    tail is checked), each record validated against everything before it,
-    then all lines written at once, flushed and fsynced. On any failure the
-    file is left byte-identical.
-    """
+def prepare_directory(path: Path, *, dry_run: bool) -> None:
+    """Make sure ``.docket/`` exists for a write (never through a link); say so when this creates it."""
     root = root_of(path)
     files.check_dirs(path, root)
     fresh = not os.path.lexists(path.parent)
@@ -482,39 +381,39 @@ def append(path: Path, drafts: list[dict], *, dry_run: bool = False) -> list[dic
         # commits, and say once what init would add.
         ensure_ignored(path.parent)
         notice(f"created {path}; run 'docket init' so git merges ledgers itself and checks them before commits")
-    with locked(path, exclusive=True) as fd:
-        assert fd is not None
-        try:
-            data = files.read_bytes(path, root, files.LEDGER_CAP)
-        except FileNotFoundError:
-            data = b""
-        except OSError as exc:
-            raise LedgerError(f"cannot read {path}: {exc.strerror}") from None
-        entry = _journal(fd)
-        if entry is not None:
-            if _unfinished(data, entry):
-                data = _roll_back(path, data, entry[0])
-            _clear_journal(fd)
-        snap = parse(path, data, records=False)
-        records = recording.prepare(snap.index, drafts)
-        if dry_run:
-            return records
-        keep = snap.valid_length
-        payload = b"".join(canonical.line(r) for r in records)
-        if keep and not data[:keep].endswith(b"\n"):
-            payload = b"\n" + payload
-        if len(records) > 1:
-            _set_journal(fd, data, keep, keep + len(payload), canonical.sha256(payload))
-        _write_at(path, data, keep, payload)
-        if len(records) > 1:
-            _clear_journal(fd)
-        new_bytes = data[:keep] + payload
-        index = snap.index
-        lines = new_bytes.count(b"\n")
-        for offset, record in enumerate(records):
-            index.add(record, lines - len(records) + offset + 1)
-        _save_cache(path, new_bytes, lines, index)
-    return records
+
+
+def writer_bytes(path: Path, fd: int) -> bytes:
+    """Under the exclusive lock: the ledger's bytes, after cutting off a batch a killed writer left unfinished."""
+    try:
+        data = files.read_bytes(path, root_of(path), files.LEDGER_CAP)
+    except FileNotFoundError:
+        data = b""
+    except OSError as exc:
+        raise LedgerError(f"cannot read {path}: {exc.strerror}") from None
+    entry = _journal(fd)
+    if entry is not None:
+        if _unfinished(data, entry):
+            data = _roll_back(path, data, entry[0])
+        _clear_journal(fd)
+    return data
+
+
+def write_records(path: Path, fd: int, data: bytes, keep: int, records: list[dict]) -> bytes:
+    """Under the exclusive lock: write records after the first ``keep`` bytes, fsynced; the new bytes.
+
+    A batch is journaled in the lock file first, so a reader never sees part
+    of it and the next writer cuts off what a killed writer left.
+    """
+    payload = b"".join(canonical.line(r) for r in records)
+    if keep and not data[:keep].endswith(b"\n"):
+        payload = b"\n" + payload
+    if len(records) > 1:
+        _set_journal(fd, data, keep, keep + len(payload), canonical.sha256(payload))
+    _write_at(path, data, keep, payload)
+    if len(records) > 1:
+        _clear_journal(fd)
+    return data[:keep] + payload
 
 
 def _roll_back(path: Path, data: bytes, length: int) -> bytes:
