@@ -7,7 +7,8 @@ of renames are followed to the path that exists now. A directory scope
 follows when every file git moved out of it landed in one new directory.
 
 Computed once per HEAD and kept in the repository's history database in
-the user cache dir (``history.cache``); never written into the repository. Outside a repository, or when git cannot say: no renames.
+the user cache dir (``history.cache``); never written into the repository.
+Outside a repository, or when git cannot say: no renames.
 """
 
 from __future__ import annotations
