@@ -9,7 +9,9 @@ Merge commits carry exactly what the merge driver writes (``rebase.merge``).
 Objects are written straight into a pack with ``git fast-import`` (writing
 2,000 multi-megabyte blobs as loose objects would take minutes and gigabytes).
 Then it times the real ``docket`` console script: one cold run (empty cache),
-then the median of 5 warm runs.
+then the median of 5 warm runs, each in wall-clock and CPU seconds (user +
+system of the process and its git children: steadier than wall-clock time
+when other jobs share the cores), with the load average.
 
     python bench/history.py                 # 2,000 commits, 10k records
     python bench/history.py --cycles 20     # a small repository
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -171,14 +174,23 @@ def build(path: Path, cycles: int, initial: int) -> dict:
     }
 
 
-def timed(docket: str, cwd: Path, env: dict, args: list[str], runs: int) -> tuple[float, list[float], str]:
-    """(cold seconds, warm timings, output of the last run)."""
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(
+    docket: str, cwd: Path, env: dict, args: list[str], runs: int, cpu: list[float] | None = None
+) -> tuple[float, list[float], str]:
+    """(cold seconds, warm timings, output of the first run); each run's CPU seconds go into cpu."""
     out = out_first = ""
     times = []
     for i in range(runs + 1):
-        start = time.perf_counter()
+        start, used = time.perf_counter(), _cpu()
         proc = subprocess.run([docket, *args], cwd=cwd, env=env, capture_output=True, text=True)
         times.append(time.perf_counter() - start)
+        if cpu is not None:
+            cpu.append(_cpu() - used)
         if proc.returncode != 0 and not proc.stdout.strip().endswith("-> ?"):
             raise SystemExit(f"docket {' '.join(args)} failed: {proc.stderr}")
         out = proc.stdout + proc.stderr
@@ -228,10 +240,12 @@ def main() -> int:
         ):
             # Each query starts from an empty history cache (cold), then runs warm.
             run_env = {**env, "XDG_CACHE_HOME": str(cache / str(len(label)) / argv[0])}
-            cold, warm, out = timed(docket, repo, run_env, argv, args.runs)
+            cpu: list[float] = []
+            cold, warm, out = timed(docket, repo, run_env, argv, args.runs, cpu)
             print(
                 f"{label}: cold {cold:.3f} s, warm median {statistics.median(warm):.3f} s of {args.runs} "
-                f"(min {min(warm):.3f}, max {max(warm):.3f})"
+                f"(min {min(warm):.3f}, max {max(warm):.3f}); CPU cold {cpu[0]:.3f} s, "
+                f"warm median {statistics.median(cpu[1:]):.3f} s; load {os.getloadavg()[0]:.1f}"
             )
             print("    " + "\n    ".join(out.strip().splitlines()[:3]))
     finally:

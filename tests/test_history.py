@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -197,10 +198,17 @@ def test_history_cache_lives_outside_the_repository(merged):
     repo = merged["repo"]
     repo.ok("show", "d3")
     cache = Path(repo.env["XDG_CACHE_HOME"]) / "docket-git" / "history"
-    files = list(cache.glob("*.json"))
+    files = list(cache.glob("*.sqlite"))
     assert len(files) == 1
-    saved = json.loads(files[0].read_text())
-    assert merged["merge"] in saved["merges"]
+
+    def saved() -> set[str]:
+        conn = sqlite3.connect(files[0])
+        try:
+            return {row[0] for row in conn.execute("SELECT merge FROM merges")}
+        finally:
+            conn.close()
+
+    assert merged["merge"] in saved()
     assert repo.git("status", "--porcelain") == ""
     # A warm run answers the same from the cache; a new merge adds to it.
     assert repo.ok("resolve", "d3").out.strip() == "d3 -> d5"
@@ -213,8 +221,7 @@ def test_history_cache_lives_outside_the_repository(merged):
     repo.git("merge", "-q", "--no-edit", "topic")
     second = repo.git("rev-parse", "HEAD").strip()
     assert repo.ok("resolve", "q4").out.strip() == "q4 -> q7"
-    saved = json.loads(files[0].read_text())
-    assert {merged["merge"], second} <= set(saved["merges"])
+    assert {merged["merge"], second} <= saved()
 
 
 def test_an_id_renumbered_on_two_branches_is_ambiguous(repo: Repo):

@@ -6,23 +6,21 @@ reached HEAD says where the file went (``git log -M --diff-filter=R``); chains
 of renames are followed to the path that exists now. A directory scope
 follows when every file git moved out of it landed in one new directory.
 
-Computed once per HEAD and kept in the user cache dir; never written into
-the repository. Outside a repository, or when git cannot say: no renames.
+Computed once per HEAD and kept in the repository's history database in
+the user cache dir (``history.cache``); never written into the repository.
+Outside a repository, or when git cannot say: no renames.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from docket_git.ledger import cachefile
 from docket_git.repo import gitio
 
 #: How many commits back rename detection looks (the newest ones).
 MAX_COMMITS = 2000
-CACHE_VERSION = 1
 
 
 def _log_renames(work: Path) -> list[tuple[str, str]]:
@@ -60,22 +58,22 @@ def chain(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
 
 
 def _head_renames(work: Path) -> list[tuple[str, str]]:
-    """The renames of HEAD's history, oldest first, from the cache when HEAD is unchanged."""
-    head = gitio.run_git(work, "rev-parse", "HEAD")
-    if head is None:
+    """The renames of HEAD's history, oldest first, from the history database when HEAD's were found before."""
+    from docket_git.history.cache import HistoryCache, path_for
+
+    out = gitio.run_git(work, "rev-parse", "--git-common-dir", "HEAD")
+    lines = out.decode(errors="surrogateescape").splitlines() if out is not None else []
+    if len(lines) != 2:
         return []
-    key = head.strip().decode()
-    target = cachefile.cache_path("renames", cachefile.ledger_key(work), "json")
-    raw = cachefile.read(target)
-    if raw is not None:
-        try:
-            cached = json.loads(raw)
-            if cached.get("version") == CACHE_VERSION and cached.get("head") == key:
-                return [(old, new) for old, new in cached["renames"]]
-        except (ValueError, AttributeError, TypeError, KeyError):
-            pass
-    pairs = _log_renames(work)
-    cachefile.write(target, json.dumps({"version": CACHE_VERSION, "head": key, "renames": pairs}).encode())
+    common, head = lines
+    cache = HistoryCache(path_for((work / common).resolve()))  # relative to work, when not absolute
+    try:
+        pairs = cache.renames(head)
+        if pairs is None:
+            pairs = _log_renames(work)
+            cache.put_renames(head, pairs)
+    finally:
+        cache.flush()
     return pairs
 
 

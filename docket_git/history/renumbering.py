@@ -16,9 +16,10 @@ it renumbered. From that:
 
 Cost model: decompressing a large ledger blob costs milliseconds, so each
 blob is read and parsed at most once per command, and what a blob or a merge
-commit says (its record count, a merge's renumbering) is kept in the user
-cache dir keyed by blob and commit IDs (immutable), never in the repository.
-A new commit only adds entries; nothing is recomputed.
+commit says (its record count, a merge's renumbering) is kept in one SQLite
+database per repository in the user cache dir (``history.cache``), keyed by
+blob and commit IDs (immutable), never in the repository. A new commit only
+adds rows; nothing is recomputed.
 
 With several merge bases (a criss-cross history), git's recursive/ort
 strategy first merges the bases into a virtual base, running the driver on
@@ -45,14 +46,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from docket_git.errors import LedgerError
-from docket_git.ledger import cachefile, canonical, jsonl, model
+from docket_git.history.cache import HistoryCache, common_dir, path_for
+from docket_git.ledger import canonical, jsonl, model
 from docket_git.ledger.store import LEDGER_DIR, LEDGER_NAME
 from docket_git.merging import rebase
 from docket_git.merging.rebase import RawLedger
 from docket_git.repo import files, gitio
 
 DEFAULT_SEARCH_LIMIT = 2000
-CACHE_VERSION = 2  # 2: a merge that took another parent's ledger as it is renumbered nothing
 LEDGER_RELPATH = f"{LEDGER_DIR}/{LEDGER_NAME}"
 _MERGE_SUBJECTS = (
     re.compile(r"^Merge (?:remote-tracking )?branch '([^']+)'"),
@@ -121,10 +122,6 @@ def _by_old(aliases: list[Alias]) -> dict[str, list[Alias]]:
     return out
 
 
-def _cache_path(key: str) -> Path:
-    return cachefile.cache_path("history", key, "json")
-
-
 class History:
     """One command's view of the ledger's history: blobs read once, merges recomputed once."""
 
@@ -140,28 +137,14 @@ class History:
         self._ledgers: dict[str, RawLedger] = {}
         self._touching: list[str] | None = None
         self._walked: list[str] = []
-        self._cache_file = _cache_path(f"{graph.key()}\0{relpath}")
-        self._cache = self._load()
-        self._dirty = False
-
-    # -- the persistent cache ----------------------------------------------------------
-
-    def _load(self) -> dict:
-        try:
-            raw = json.loads(self._cache_file.read_bytes())
-            if raw.get("version") == CACHE_VERSION:
-                return {"version": CACHE_VERSION, "counts": raw["counts"], "merges": raw["merges"]}
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            pass
-        return {"version": CACHE_VERSION, "counts": {}, "merges": {}}
+        self._counts: dict[str, int] = {}
+        self._merges: dict[str, list[Alias]] = {}
+        self.cache = HistoryCache(path_for(common_dir(Path(graph.repo.path))))
 
     def save(self) -> None:
-        """Write what this command learned to the user cache (never fails a command); stop git readers."""
+        """Write what this command learned to the history database (never fails a command); stop git readers."""
         self.graph.close()
-        if not self._dirty:
-            return
-        cachefile.write(self._cache_file, json.dumps(self._cache, separators=(",", ":")).encode())
-        self._dirty = False
+        self.cache.flush()
 
     # -- commits and blobs --------------------------------------------------------------
 
@@ -195,16 +178,22 @@ class History:
         found = self._ledgers.get(blob)
         if found is None:
             found = self._ledgers[blob] = RawLedger(self.data(blob), lenient=True)
-            self._cache["counts"].setdefault(blob, len(found))
-            self._dirty = True
+            if blob not in self._counts:
+                self._counts[blob] = len(found)
+                self.cache.put_count(blob, len(found))
         return found
 
     def count(self, blob: str | None) -> int:
         """How many records the ledger blob holds (cached across commands)."""
         if blob is None:
             return 0
-        known = self._cache["counts"].get(blob)
-        return known if known is not None else len(self.ledger(blob))
+        known = self._counts.get(blob)
+        if known is None:
+            known = self.cache.count(blob)
+            if known is None:
+                return len(self.ledger(blob))
+            self._counts[blob] = known
+        return known
 
     def records_at(self, commit: str) -> list[dict]:
         """Every record of the ledger at commit, parsed."""
@@ -284,9 +273,13 @@ class History:
 
     def renumbering(self, merge: str) -> list[Alias]:
         """The records merge took in from its other parents, recomputed with ``rebase.merge`` (cached)."""
-        cached = self._cache["merges"].get(merge)
+        known = self._merges.get(merge)
+        if known is not None:
+            return list(known)
+        cached = self.cache.merge(self.relpath, merge)
         if cached is not None:
-            return [Alias(*entry) for entry in cached]
+            out = self._merges[merge] = [Alias(*entry) for entry in cached]
+            return list(out)
         parents = self.graph.parents(merge)
         out: list[Alias] = []
         if len(parents) >= 2 and self.took_side(merge) is None:
@@ -316,8 +309,8 @@ class History:
                 if nth < len(parents) - 1:
                     ours = [*ours, *tail]
         if not self.shallow:  # a shallow clone may lack a merge base: recompute once it is deepened
-            self._cache["merges"][merge] = [list(asdict(a).values()) for a in out]
-            self._dirty = True
+            self._merges[merge] = list(out)
+            self.cache.put_merge(self.relpath, merge, [list(asdict(a).values()) for a in out])
         return out
 
     def aliases(self, until: str | None = None) -> list[Alias]:

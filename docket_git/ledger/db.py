@@ -25,7 +25,7 @@ import fcntl
 import hashlib
 import os
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from docket_git.repo import files
@@ -199,3 +199,69 @@ def query(db_path: Path, sql: str, params: tuple = ()) -> tuple[list[str], list[
         return run(conn, sql, params)
     finally:
         conn.close()
+
+
+def _open_versioned(
+    db_path: Path, version: int, schema: Sequence[str], busy_ms: int
+) -> tuple[sqlite3.Connection | None, bool]:
+    """(a connection at this version, or None; True when the database is corrupt or of another version)."""
+    conn: sqlite3.Connection | None = None
+    try:
+        # open_wal's, with a busy timeout of busy_ms: a held lock costs a cache, not ten seconds
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(db_path, isolation_level=None, timeout=busy_ms / 1000)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        found = conn.execute("PRAGMA user_version").fetchone()[0]
+        if found == 0:
+            conn.execute("BEGIN IMMEDIATE")  # of two creators, the second sees the first's version
+            found = conn.execute("PRAGMA user_version").fetchone()[0]
+            empty = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+            if found == 0 and empty:
+                for statement in schema:
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {int(version)}")
+                found = version
+            conn.execute("COMMIT")
+        if found == version:
+            return conn, False
+        conn.close()
+        return None, True
+    except sqlite3.OperationalError:  # unwritable, locked, out of space: go without
+        if conn is not None:
+            conn.close()
+        return None, False
+    except sqlite3.DatabaseError:  # not a database, malformed
+        if conn is not None:
+            conn.close()
+        return None, True
+    except OSError:
+        if conn is not None:
+            conn.close()
+        return None, False
+
+
+def open_cache(db_path: Path, version: int, schema: Sequence[str], busy_ms: int = 2000) -> sqlite3.Connection | None:
+    """A WAL connection to a persistent cache database at schema ``version``, or None when none can be had.
+
+    For facts that never change (keyed by content or commit IDs) and that
+    many commands add to, unlike the rebuilt projections above. A missing
+    database is created with ``schema`` (its statements and ``PRAGMA
+    user_version = version`` in one transaction); a corrupt one, or one of
+    another version, is discarded under ``lock`` and created again. An
+    unwritable directory, or a database locked for longer than ``busy_ms``,
+    gives None: a cache is an optimisation, so the caller goes without.
+    """
+    conn, bad = _open_versioned(db_path, version, schema, busy_ms)
+    if not bad:
+        return conn
+    try:
+        with lock(db_path):
+            conn, bad = _open_versioned(db_path, version, schema, busy_ms)  # another process may have redone it
+            if not bad:
+                return conn
+            discard(db_path)
+            conn, _ = _open_versioned(db_path, version, schema, busy_ms)
+            return conn
+    except OSError:
+        return None

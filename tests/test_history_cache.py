@@ -1,0 +1,250 @@
+"""History's SQLite cache in real git repositories: used across commands, and never a reason to be wrong or fail.
+
+The database (``docket-git/history/<key>.sqlite`` under the user cache dir)
+keeps blob record counts, merge renumberings and HEADs' renames. Each test
+here either proves a later command reads what an earlier one wrote (by
+planting a different answer in the table and seeing it come back), or
+breaks the cache (garbage bytes, a foreign version, a lock, an unwritable
+directory) and checks the answer is the one history recomputes.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DOCKET, Repo
+
+
+def commit(repo: Repo, message: str) -> str:
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "-m", message)
+    return repo.git("rev-parse", "HEAD").strip()
+
+
+@pytest.fixture
+def merged(repo: Repo) -> dict:
+    """topic's c2 and d3 become c4 and d5 on main (the merge renumbered them)."""
+    repo.ok("claim", "Shared premise")
+    commit(repo, "shared")
+    repo.git("checkout", "-q", "-b", "topic")
+    repo.ok("claim", "Topic claim")
+    repo.ok("decision", "Topic decides on c2", "--choice", "X", "--depends-on", "c2")
+    topic_tip = commit(repo, "topic: claim and decision")
+    repo.git("checkout", "-q", "main")
+    repo.ok("claim", "Main claim")
+    repo.ok("claim", "Main second claim")
+    commit(repo, "main: two claims")
+    repo.git("merge", "-q", "--no-edit", "topic")
+    return {"repo": repo, "topic_tip": topic_tip, "merge": repo.git("rev-parse", "HEAD").strip()}
+
+
+def cache_dir(repo: Repo) -> Path:
+    return Path(repo.env["XDG_CACHE_HOME"]) / "docket-git" / "history"
+
+
+def the_db(repo: Repo) -> Path:
+    found = sorted(cache_dir(repo).glob("*.sqlite"))
+    assert len(found) == 1, found
+    return found[0]
+
+
+def rows(db: Path, sql: str, params: tuple = ()) -> list[tuple]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def write(db: Path, sql: str, params: tuple = ()) -> None:
+    conn = sqlite3.connect(db, isolation_level=None)
+    try:
+        conn.execute(sql, params)
+    finally:
+        conn.close()
+
+
+def answers(repo: Repo) -> list[str]:
+    """What the history commands print for the fixture's renumbered records (exit 0, nothing unexpected)."""
+    out = []
+    for args in (("resolve", "d3", "c2"), ("log", "d5"), ("show", "d3")):
+        result = repo.ok(*args)
+        assert "Traceback" not in result.err
+        # the ledger index (not history) says so when it cannot be written
+        err = [line for line in result.err.splitlines() if "the ledger index" not in line]
+        out.append(result.out + "\n".join(err))
+    return out
+
+
+def test_one_database_per_repository_holds_counts_and_merges(merged):
+    repo = merged["repo"]
+    cold = answers(repo)
+    db = the_db(repo)
+    assert rows(db, "PRAGMA user_version") == [(3,)]
+    (stored,) = rows(db, "SELECT aliases FROM merges WHERE merge = ?", (merged["merge"],))
+    assert [(old, new, source) for old, new, _, source, _, _ in json.loads(stored[0])] == [
+        ("c2", "c4", merged["topic_tip"]),
+        ("d3", "d5", merged["topic_tip"]),
+    ]
+    head_blob = repo.git("rev-parse", "HEAD:.docket/ledger.jsonl").strip()
+    assert rows(db, "SELECT records FROM blob_counts WHERE blob = ?", (head_blob,)) == [(5,)]
+    assert repo.git("status", "--porcelain") == ""
+    assert answers(repo) == cold  # warm: the same bytes
+    # A linked work tree of the same repository shares the database.
+    repo.git("worktree", "add", "-q", str(repo.path.parent / "other"), "HEAD")
+    other = Repo(repo.path.parent / "other", repo.env)
+    assert other.ok("resolve", "d3").out == "d3 -> d5\n"
+    assert the_db(repo) == db
+
+
+def test_a_later_command_reads_what_an_earlier_one_stored(merged):
+    """Planting another renumbering in the table changes the answer: the merge is read, not recomputed."""
+    repo = merged["repo"]
+    assert repo.ok("resolve", "d3").out == "d3 -> d5\n"
+    db = the_db(repo)
+    write(db, "UPDATE merges SET aliases = '[]' WHERE merge = ?", (merged["merge"],))
+    result = repo.docket("resolve", "d3")
+    assert (result.code, result.out) == (1, "d3 -> ?\n")
+    assert "history does not know d3" in result.err
+    # The head blob's count is read too: a planted count moves where `log` says the record was added.
+    repo.ok("claim", "Later claim")
+    later = commit(repo, "later")
+    assert repo.ok("log", "c6").out.splitlines()[1].startswith(f"added       {later[:12]}")
+    blob = repo.git("rev-parse", "HEAD:.docket/ledger.jsonl").strip()
+    assert rows(db, "SELECT records FROM blob_counts WHERE blob = ?", (blob,)) == [(6,)]
+    parent_blob = repo.git("rev-parse", "HEAD~1:.docket/ledger.jsonl").strip()
+    write(db, "INSERT OR REPLACE INTO blob_counts VALUES (?, 6)", (parent_blob,))
+    assert not repo.ok("log", "c6").out.splitlines()[1].startswith(f"added       {later[:12]}")
+
+
+def test_garbage_in_place_of_the_database_is_rebuilt(merged):
+    repo = merged["repo"]
+    cold = answers(repo)
+    db = the_db(repo)
+    for suffix in ("-wal", "-shm"):
+        Path(str(db) + suffix).unlink(missing_ok=True)
+    db.write_bytes(bytes(range(256)) * 64)
+    assert answers(repo) == cold
+    assert rows(db, "PRAGMA user_version") == [(3,)]
+    assert rows(db, "SELECT count(*) FROM merges WHERE merge = ?", (merged["merge"],)) == [(1,)]
+
+
+def test_garbage_before_any_command_and_a_header_with_no_pages(merged):
+    repo = merged["repo"]
+    cold = answers(repo)
+    db = the_db(repo)
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(db) + suffix).unlink(missing_ok=True)
+    db.write_bytes(b"SQLite format 3\0" + b"\xff" * 4000)  # a valid-looking header over nonsense
+    assert answers(repo) == cold
+    assert rows(db, "PRAGMA user_version") == [(3,)]
+
+
+def test_a_database_of_another_version_is_replaced(merged):
+    repo = merged["repo"]
+    cold = answers(repo)
+    db = the_db(repo)
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(db) + suffix).unlink(missing_ok=True)
+    write(db, "CREATE TABLE merges (merge TEXT, aliases TEXT)")
+    write(db, "INSERT INTO merges VALUES (?, '[]')", (merged["merge"],))
+    write(db, "PRAGMA user_version = 99")
+    assert answers(repo) == cold
+    assert rows(db, "PRAGMA user_version") == [(3,)]
+
+
+def test_an_unwritable_cache_dir_still_answers(merged):
+    """The cache dir cannot be created (a file stands where it would go; root ignores chmod)."""
+    repo = merged["repo"]
+    cold = answers(repo)
+    blocked = Path(repo.env["XDG_CACHE_HOME"]).parent / "blocked"
+    blocked.write_text("not a directory\n")
+    repo.env = {**repo.env, "XDG_CACHE_HOME": str(blocked)}
+    assert answers(repo) == cold
+    for args in (("resolve", "d3"), ("log", "d5")):
+        assert repo.ok(*args).err == ""
+    assert not blocked.with_name("docket-git").exists()
+
+
+def test_a_locked_database_is_gone_around(merged):
+    """Another connection holds the database exclusively: the command recomputes and answers alike."""
+    repo = merged["repo"]
+    cold = answers(repo)
+    db = the_db(repo)
+    write(db, "UPDATE merges SET aliases = '[]'")  # what a reader of the table would wrongly say
+    holder = sqlite3.connect(db, isolation_level=None)
+    try:
+        holder.execute("PRAGMA locking_mode = EXCLUSIVE")
+        holder.execute("BEGIN EXCLUSIVE")
+        holder.execute("INSERT OR REPLACE INTO blob_counts VALUES ('x', 1)")
+        assert answers(repo) == cold
+    finally:
+        holder.close()
+
+
+def test_concurrent_commands_share_one_database(merged):
+    repo = merged["repo"]
+    procs = [
+        subprocess.Popen([DOCKET, "resolve", "d3", "c2"], cwd=repo.path, env=repo.env, stdout=subprocess.PIPE)
+        for _ in range(6)
+    ]
+    outs = [proc.communicate(timeout=60)[0] for proc in procs]
+    assert all(proc.returncode == 0 for proc in procs)
+    assert set(outs) == {b"d3 -> d5\nc2 -> c2\n"}
+    db = the_db(repo)
+    assert rows(db, "PRAGMA integrity_check") == [("ok",)]
+    assert rows(db, "SELECT count(*) FROM merges WHERE merge = ?", (merged["merge"],)) == [(1,)]
+
+
+# -- renames ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def moved(repo: Repo) -> Repo:
+    """d1 is scoped to src/store.py, since moved to src/ledger/store.py."""
+    (repo.path / "src" / "ledger").mkdir(parents=True)
+    (repo.path / "src" / "store.py").write_text("x = 1\n")
+    (repo.path / "src" / "other.py").write_text("y = 2\n")
+    repo.ok("decision", "Appends fsync before returning", "--choice", "fsync", "--scope", "src/store.py")
+    commit(repo, "first")
+    repo.git("mv", "src/store.py", "src/ledger/store.py")
+    commit(repo, "move store into ledger/")
+    return repo
+
+
+def test_renames_are_stored_per_head_and_read_back(moved: Repo):
+    repo = moved
+    first = repo.ok("context", "--file", "src/ledger/store.py").out
+    assert "scope=1000 via rename" in first
+    head = repo.git("rev-parse", "HEAD").strip()
+    db = the_db(repo)
+    assert rows(db, "SELECT pairs FROM renames WHERE head = ?", (head,)) == [
+        (json.dumps([["src/store.py", "src/ledger/store.py"]], separators=(",", ":")),)
+    ]
+    assert repo.ok("context", "--file", "src/ledger/store.py").out == first
+    # What the table says for HEAD is what the briefing follows: plant a different rename.
+    write(db, "UPDATE renames SET pairs = ? WHERE head = ?", ('[["src/store.py","src/other.py"]]', head))
+    planted = repo.ok("context", "--file", "src/other.py").out
+    assert "scope=1000 via rename" in planted
+    assert "via rename" not in repo.ok("context", "--file", "src/ledger/store.py").out
+
+
+def test_renames_survive_a_broken_or_unwritable_cache(moved: Repo):
+    repo = moved
+    first = repo.ok("context", "--file", "src/ledger/store.py").out
+    db = the_db(repo)
+    for suffix in ("-wal", "-shm"):
+        Path(str(db) + suffix).unlink(missing_ok=True)
+    db.write_bytes(b"\x00garbage" * 500)
+    assert repo.ok("context", "--file", "src/ledger/store.py").out == first
+    assert rows(db, "SELECT count(*) FROM renames") == [(1,)]
+    blocked = Path(repo.env["XDG_CACHE_HOME"]).parent / "blocked"
+    blocked.write_text("not a directory\n")
+    repo.env = {**repo.env, "XDG_CACHE_HOME": str(blocked)}
+    result = repo.ok("context", "--file", "src/ledger/store.py")
+    assert (result.out, result.err) == (first, "")
