@@ -29,7 +29,7 @@ def seed(repo: Repo) -> None:
             rec("c2", "Line one\nline two\r\nthree", state="disputed", pinned=True),
             rec("q3", "Where do keys live? ünïcødé ⏎", scope=["src/keys/"]),
             rec("d4", "Use Redis", choice="Redis\nor not", depends_on=["c1"], supports=[["c1"], ["c2", "c1"]]),
-            rec("c5", "Keys live in vault", state="accepted", answers=["q3"]),
+            rec("c5", "Keys live in the vault on Straße 1", state="accepted", answers=["q3"]),
             rec("c6", "Cache hits are not cheap", state="accepted", supersedes=["c1"], rationale="re-measured"),
             rec("d7", "Revoked choice", choice="x", state="revoked", author="ana", branch="feature/x"),
             rec("q8", "Still open " + "long " * 40),
@@ -85,6 +85,17 @@ def test_light_route_and_typer_agree(repo: Repo, args: list[str]) -> None:
     if "--json" in args and fast[0] == 0:
         listed = json.loads(fast[1])
         assert fast[1].decode() == json.dumps(listed, indent=2, ensure_ascii=False) + "\n"
+
+
+def test_find_without_where_matches_as_the_query_path_does(repo: Repo) -> None:
+    """A plain ``--find`` skips the query language; its matching equals the ``--where`` path's."""
+    seed(repo)
+    found = {}
+    for needle in ("CACHE", "strasse", "ÜNÏ", "line TWO", "nowhere"):
+        plain = repo.ok("list", "--find", needle, "--superseded", "--json").out
+        assert plain == repo.ok("list", "--find", needle, "--where", "", "--superseded", "--json").out, needle
+        found[needle] = [v["id"] for v in json.loads(plain)]
+    assert found == {"CACHE": ["c1", "c6"], "strasse": ["c5"], "ÜNÏ": ["q3"], "line TWO": ["c2"], "nowhere": []}
 
 
 def test_oneline_truncates_to_the_terminal_width_both_ways(repo: Repo) -> None:

@@ -61,11 +61,10 @@ def views(
 
     Only the listed records' lines are decoded, in one go; their derived state comes from the index.
     """
-    from docket_git.context import where as where_mod
     from docket_git.ledger import index, project
 
-    query = where_mod.compile_query(where) if where is not None else where_mod.Query("1", ())
-    conditions, params = [query.sql], list(query.params)
+    conditions: list[str] = []
+    params: list[str] = []
     if kind is not None:
         conditions.append("kind = ?")
         params.append(kind)
@@ -75,11 +74,31 @@ def views(
     if find:
         conditions.append("(docket_has(text, ?) OR docket_has(choice, ?))")
         params.extend([find, find])
-    combined = where_mod.Query(" AND ".join(f"({c})" for c in conditions), tuple(params), query.wants_retired)
     with index.opened(path) as ix:
-        ids = where_mod.matching(ix.conn, combined, retired=superseded)
+        if where is None:
+            # The plain listing needs none of the query language: importing ``docket_git.context``
+            # (the briefing, through the package) would cost more than the query itself.
+            ix.conn.create_function("docket_has", 2, _has, deterministic=True)
+            keep = "" if superseded else " AND retired_by = ''"
+            sql = f"SELECT id FROM records WHERE ({' AND '.join(conditions) or '1'}){keep} ORDER BY seq"
+            ids = [rid for (rid,) in ix.conn.execute(sql, params)]
+        else:
+            from docket_git.context import where as where_mod
+
+            query = where_mod.compile_query(where)
+            combined = where_mod.Query(
+                " AND ".join(f"({c})" for c in [query.sql, *conditions]),
+                (*query.params, *params),
+                query.wants_retired,
+            )
+            ids = where_mod.matching(ix.conn, combined, retired=superseded)
         derived = index.derived_for(ix.conn, ids)
         return [project.view(record, derived) for record in index.records_of(ix, ids)]
+
+
+def _has(haystack: str | None, needle: str) -> bool:
+    """``--find``: case-insensitive containment, as ``--where`` words match (``context.where._has``)."""
+    return haystack is not None and needle.casefold() in haystack.casefold()
 
 
 def run(values: dict[str, Any]) -> None:
