@@ -40,7 +40,7 @@ SIZES = (1000, 10000, 100000)
 class Case:
     """One benchmark: docket arguments run in a prepared repository of each size."""
 
-    #: ``{first}`` stands for the ledger's first record ID.
+    #: ``{first}`` and ``{last}`` stand for the ledger's first and last record IDs.
     args: list[str]
     note: str = ""
     sizes: tuple[int, ...] = SIZES
@@ -119,7 +119,11 @@ CASES: dict[str, Case] = {
         "list --where: fields, scope coverage and a word compiled to SQL over the index",
     ),
     "list-json": Case(["list", "--json"], "every current record as indent-2 JSON, streamed"),
+    "list-oneline": Case(
+        ["list", "--oneline", "--superseded"], "every record, one line each: what shell completion runs for IDs"
+    ),
     "show": Case(["show", "{first}", "--json"], "one record by ID"),
+    "show-human": Case(["show", "{last}"], "the newest record, as people read it (labels of the records it cites)"),
     "append": Case(
         ["claim", "A benchmark premise", "--scope", "src/bench.py", "--rationale", "timing", "--cost", "none"],
         "one append: lock, validate the new line against the cached index, fsync",
@@ -222,8 +226,9 @@ def measure(name: str, case: Case, n: int, *, runs: int, seed: int) -> dict:
     state = OUT / "state" / f"{name}-{n}"
     shutil.rmtree(state, ignore_errors=True)  # session memory from an earlier bench run would change the case
     env["XDG_STATE_HOME"] = str(state)
-    first = json.loads((cwd / ".docket" / "ledger.jsonl").open("rb").readline())["id"]
-    cmd = [docket_command(), *(arg.replace("{first}", first) for arg in case.args)]
+    ledger = (cwd / ".docket" / "ledger.jsonl").read_bytes().splitlines()
+    first, last = json.loads(ledger[0])["id"], json.loads(ledger[-1])["id"]
+    cmd = [docket_command(), *(arg.replace("{first}", first).replace("{last}", last) for arg in case.args)]
     before = [docket_command(), *case.before] if case.before else None
     cold: list[float] = []
     for _ in range(runs):

@@ -1,7 +1,7 @@
 """Process entry point.
 
 Git and agents start ``docket merge-driver``, ``docket hook``, ``docket
-context``, the recording commands, ``docket show``, ``docket ledger
+context``, the recording commands, ``docket list``, ``docket show``, ``docket ledger
 append|query`` and ``docket session write`` many times a day, so those are routed
 here to light modules before Typer (and with it click, rich and pydantic) is
 imported. Everything else, and any of
@@ -21,6 +21,7 @@ import sys
 LIGHT: dict[tuple[str, ...], tuple[str, bool]] = {
     ("context",): ("docket_git.cli.context", False),
     **{(kind,): ("docket_git.cli.record", True) for kind in ("claim", "decision", "question", "record")},
+    ("list",): ("docket_git.cli.listing", False),
     ("show",): ("docket_git.cli.show", False),
     ("ledger", "append"): ("docket_git.cli.ledger_fast", True),
     ("ledger", "query"): ("docket_git.cli.ledger_fast", True),

@@ -2,132 +2,21 @@
 
 from __future__ import annotations
 
-import shutil
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from docket_git.cli import listing
 from docket_git.cli import show as show_command
 from docket_git.cli.app import app
 from docket_git.cli.common import fail, ledger_path
 from docket_git.errors import UsageError
-from docket_git.ledger import model, project, store, validate
+from docket_git.ledger import store, validate
 
-
-def one_line(text: str) -> str:
-    """Text for a one-line view: each line break shown as ⏎, so a record never spills onto a second line."""
-    return text.replace("\r\n", "\n").replace("\n", " ⏎ ") if "\n" in text else text
-
-
-def _formula(record: dict) -> str:
-    return " | ".join(",".join(group) for group in record.get("supports") or [])
-
-
-def _views(
-    kind: str | None, *, superseded: bool, state: str | None = None, find: str | None = None, where: str | None = None
-) -> list[dict]:
-    """Projected records in file order (current ones unless superseded), filtered in SQL over the ledger index.
-
-    Only the listed records' lines are decoded, in one go; their derived state comes from the index.
-    """
-    from docket_git.context import where as where_mod
-    from docket_git.ledger import index
-
-    path = ledger_path()
-    if path is None:
-        return []
-    query = where_mod.compile_query(where) if where is not None else where_mod.Query("1", ())
-    conditions, params = [query.sql], list(query.params)
-    if kind is not None:
-        conditions.append("kind = ?")
-        params.append(kind)
-    if state is not None:
-        conditions.append("state = ?")
-        params.append(state)
-    if find:
-        conditions.append("(docket_has(text, ?) OR docket_has(choice, ?))")
-        params.extend([find, find])
-    combined = where_mod.Query(" AND ".join(f"({c})" for c in conditions), tuple(params), query.wants_retired)
-    with index.opened(path) as ix:
-        ids = where_mod.matching(ix.conn, combined, retired=superseded)
-        derived = index.derived_for(ix.conn, ids)
-        return [project.view(record, derived) for record in index.records_of(ix, ids)]
-
-
-@app.command("list", rich_help_panel="Read")
-def list_(
-    kind: Annotated[str | None, typer.Option("--kind", help="claim, decision or question.")] = None,
-    state: Annotated[
-        str | None, typer.Option("--state", help="An effective state, e.g. accepted, adopted, open, resolved.")
-    ] = None,
-    find: Annotated[str | None, typer.Option("--find", help="Case-insensitive text in text or choice.")] = None,
-    where: Annotated[
-        str | None,
-        typer.Option(
-            "--where",
-            metavar="QUERY",
-            help="Search: words, kind: state: author: branch: scope:PATH after: before: "
-            "is:blocked|retired|pinned|resolved|open|conflict, -negation (docs/commands.md).",
-        ),
-    ] = None,
-    superseded: Annotated[
-        bool, typer.Option("--superseded", help="Include retired records, marked (superseded by ID).")
-    ] = False,
-    oneline: Annotated[bool, typer.Option("--oneline", help="One truncated line per record.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="A JSON array of projected records.")] = False,
-) -> None:
-    """List current records (retired ones with --superseded)."""
-    if kind is not None and kind not in model.KINDS:
-        raise UsageError(f"--kind must be one of {', '.join(model.KINDS)}; got {kind!r}")
-    if state is not None and state not in model.ALL_STATES:
-        raise UsageError(f"--state must be one of {', '.join(model.ALL_STATES)}; got {state!r}")
-    if where is not None:
-        from docket_git.context import where as where_mod
-
-        where_mod.parse(where)  # a bad query is a usage error even where there is no ledger
-    if ledger_path() is None:
-        typer.echo(f"docket: {store.no_ledger(Path.cwd())}", err=True)
-        if as_json:
-            typer.echo("[]")
-        return
-    views = _views(kind, superseded=superseded, state=state, find=find, where=where)
-    if as_json:
-        from docket_git.ledger import pretty
-
-        pretty.write_list(views, sys.stdout.write)
-        sys.stdout.write("\n")
-        return
-    if not views:
-        typer.echo("docket: nothing recorded", err=True)
-        return
-    width = shutil.get_terminal_size((100, 24)).columns
-    from docket_git.cli import colour
-
-    paint = colour.enabled(sys.stdout)
-    out: list[str] = []
-    for v in views:
-        if oneline:
-            retired = f" (superseded by {v['retired_by']})" if v["retired_by"] else ""
-            line = f"{v['id']:<5} {v['state']:<9} {one_line(v['text'])}{retired}"
-            out.append(line if len(line) <= width else line[: max(width - 1, 20)] + "…")
-            continue
-        line = f"{v['id']}  {colour.state(v['state'], v['state'], paint)}  {one_line(v['text'])}"
-        if v.get("supports"):
-            line += f"  <- {_formula(v)}"
-        if v["retired_by"]:
-            line += f"  (superseded by {v['retired_by']})"
-        out.append(line)
-        if v.get("choice"):
-            out.append(" " * 6 + "choice: " + one_line(v["choice"]))
-        elif v.get("rationale"):
-            out.append(" " * 6 + "rationale: " + one_line(v["rationale"]))
-    sys.stdout.write("\n".join(out) + "\n")  # one write: echoing 100k lines one by one took seconds
-
-
-# ``show`` is declared in its own module (its light parser runs without Typer); registered
-# here so that ``docket --help`` lists it between list and check.
+# ``list`` and ``show`` are declared in their own modules (their light parsers run without Typer);
+# registered here so that ``docket --help`` lists them first under Read, before check.
+listing.register(app)
 show_command.register(app)
 
 

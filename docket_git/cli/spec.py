@@ -19,24 +19,37 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 
-@dataclass(frozen=True)
 class Opt:
-    """An option: ``--flag VALUE`` (repeatable or not), a bare ``--flag``, or ``--flag/--no-flag``."""
+    """An option: ``--flag VALUE`` (repeatable or not), a bare ``--flag``, or ``--flag/--no-flag``.
 
-    flag: str
-    dest: str
-    help: str
-    metavar: str = "TEXT"
-    repeat: bool = False
-    bare: bool = False
-    negative: str = ""  # ``--no-x`` for a tri-state flag whose default is None
-    required: bool = False
-    default: Any = ""
-    integer: bool = False
+    Plain classes, not dataclasses: every light command imports this module, and
+    building three dataclasses cost several milliseconds of its start-up.
+    """
+
+    __slots__ = ("bare", "default", "dest", "flag", "help", "integer", "metavar", "negative", "repeat", "required")
+
+    def __init__(
+        self,
+        flag: str,
+        dest: str,
+        help: str,
+        metavar: str = "TEXT",
+        repeat: bool = False,
+        bare: bool = False,
+        negative: str = "",  # ``--no-x`` for a tri-state flag whose default is None
+        required: bool = False,
+        default: Any = "",
+        integer: bool = False,
+    ) -> None:
+        self.flag, self.dest, self.help, self.metavar = flag, dest, help, metavar
+        self.repeat, self.bare, self.negative, self.required = repeat, bare, negative, required
+        self.default, self.integer = default, integer
+
+    def __repr__(self) -> str:
+        return f"Opt({self.flag!r}, {self.dest!r})"
 
     def initial(self) -> Any:
         """The value the executor sees when the option is not given."""
@@ -47,32 +60,36 @@ class Opt:
         return self.default
 
 
-@dataclass(frozen=True)
 class Arg:
     """A positional argument; required unless it has a default."""
 
-    dest: str
-    help: str
-    metavar: str = ""  # "" shows the argument's name
-    default: Any = inspect.Parameter.empty
+    __slots__ = ("default", "dest", "help", "metavar")
+
+    def __init__(self, dest: str, help: str, metavar: str = "", default: Any = inspect.Parameter.empty) -> None:
+        self.dest, self.help, self.default = dest, help, default
+        self.metavar = metavar  # "" shows the argument's name
+
+    def __repr__(self) -> str:
+        return f"Arg({self.dest!r})"
 
 
-@dataclass(frozen=True)
 class Command:
     """A command's name, help, panel, arguments and options, in the order ``--help`` lists them."""
 
-    name: str
-    help: str
-    panel: str
-    args: tuple[Arg, ...] = ()
-    options: tuple[Opt, ...] = ()
-    table: dict[str, tuple[Opt, bool]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    __slots__ = ("args", "help", "name", "options", "panel", "table")
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self, name: str, help: str, panel: str, args: tuple[Arg, ...] = (), options: tuple[Opt, ...] = ()
+    ) -> None:
+        self.name, self.help, self.panel, self.args, self.options = name, help, panel, args, options
+        self.table: dict[str, tuple[Opt, bool]] = {}
         for opt in self.options:
             self.table[opt.flag] = (opt, True)
             if opt.negative:
                 self.table[opt.negative] = (opt, False)
+
+    def __repr__(self) -> str:
+        return f"Command({self.name!r})"
 
     def parse(self, argv: list[str]) -> dict[str, Any] | None:
         """The values of a plain invocation, keyed by dest; None for anything Typer should see."""

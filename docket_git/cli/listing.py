@@ -1,0 +1,171 @@
+"""Reading: ``docket list``, declared once for Typer and the light parser.
+
+Scripts, completion (``docket list --oneline --superseded``) and agents run
+``list`` often, and importing Typer cost it about 0.45 s before it started.
+``entry.py`` hands a plain invocation to ``fast_main``; anything the light
+parser does not take for certain (``--help``, an unknown option, a value that
+looks like an option) goes to the Typer command built from the same
+declaration (registered in ``cli/read.py``), which calls the same ``run``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from docket_git.cli.spec import Command, Opt
+from docket_git.errors import UsageError
+
+WHERE_HELP = (
+    "Search: words, kind: state: author: branch: scope:PATH after: before: "
+    "is:blocked|retired|pinned|resolved|open|conflict, -negation (docs/commands.md)."
+)
+
+COMMAND = Command(
+    "list",
+    "List current records (retired ones with --superseded).",
+    "Read",
+    (),
+    (
+        Opt("--kind", "kind", "claim, decision or question.", default=None),
+        Opt("--state", "state", "An effective state, e.g. accepted, adopted, open, resolved.", default=None),
+        Opt("--find", "find", "Case-insensitive text in text or choice.", default=None),
+        Opt("--where", "where", WHERE_HELP, "QUERY", default=None),
+        Opt("--superseded", "superseded", "Include retired records, marked (superseded by ID).", bare=True),
+        Opt("--oneline", "oneline", "One truncated line per record.", bare=True),
+        Opt("--json", "as_json", "A JSON array of projected records.", bare=True),
+    ),
+)
+
+
+def one_line(text: str) -> str:
+    """Text for a one-line view: each line break shown as ⏎, so a record never spills onto a second line."""
+    return text.replace("\r\n", "\n").replace("\n", " ⏎ ") if "\n" in text else text
+
+
+def _formula(record: dict) -> str:
+    return " | ".join(",".join(group) for group in record.get("supports") or [])
+
+
+def views(
+    path: Path,
+    kind: str | None,
+    *,
+    superseded: bool,
+    state: str | None = None,
+    find: str | None = None,
+    where: str | None = None,
+) -> list[dict]:
+    """Projected records in file order (current ones unless superseded), filtered in SQL over the ledger index.
+
+    Only the listed records' lines are decoded, in one go; their derived state comes from the index.
+    """
+    from docket_git.ledger import index, project
+
+    conditions: list[str] = []
+    params: list[str] = []
+    if kind is not None:
+        conditions.append("kind = ?")
+        params.append(kind)
+    if state is not None:
+        conditions.append("state = ?")
+        params.append(state)
+    if find:
+        conditions.append("(docket_has(text, ?) OR docket_has(choice, ?))")
+        params.extend([find, find])
+    with index.opened(path) as ix:
+        if where is None:
+            # The plain listing needs none of the query language: importing ``docket_git.context``
+            # (the briefing, through the package) would cost more than the query itself.
+            ix.conn.create_function("docket_has", 2, _has, deterministic=True)
+            keep = "" if superseded else " AND retired_by = ''"
+            sql = f"SELECT id FROM records WHERE ({' AND '.join(conditions) or '1'}){keep} ORDER BY seq"
+            ids = [rid for (rid,) in ix.conn.execute(sql, params)]
+        else:
+            from docket_git.context import where as where_mod
+
+            query = where_mod.compile_query(where)
+            combined = where_mod.Query(
+                " AND ".join(f"({c})" for c in [query.sql, *conditions]),
+                (*query.params, *params),
+                query.wants_retired,
+            )
+            ids = where_mod.matching(ix.conn, combined, retired=superseded)
+        derived = index.derived_for(ix.conn, ids)
+        return [project.view(record, derived) for record in index.records_of(ix, ids)]
+
+
+def _has(haystack: str | None, needle: str) -> bool:
+    """``--find``: case-insensitive containment, as ``--where`` words match (``context.where._has``)."""
+    return haystack is not None and needle.casefold() in haystack.casefold()
+
+
+def run(values: dict[str, Any]) -> None:
+    """List records as ``docket list`` prints them (from either parser's values)."""
+    from docket_git.ledger import model, store
+
+    kind, state, where = values["kind"], values["state"], values["where"]
+    if kind is not None and kind not in model.KINDS:
+        raise UsageError(f"--kind must be one of {', '.join(model.KINDS)}; got {kind!r}")
+    if state is not None and state not in model.ALL_STATES:
+        raise UsageError(f"--state must be one of {', '.join(model.ALL_STATES)}; got {state!r}")
+    if where is not None:
+        from docket_git.context import where as where_mod
+
+        where_mod.parse(where)  # a bad query is a usage error even where there is no ledger
+    path = store.find_ledger(Path.cwd())
+    if path is None:
+        print(f"docket: {store.no_ledger(Path.cwd())}", file=sys.stderr)
+        if values["as_json"]:
+            sys.stdout.write("[]\n")
+        return
+    listed = views(path, kind, superseded=values["superseded"], state=state, find=values["find"], where=where)
+    if values["as_json"]:
+        from docket_git.ledger import pretty
+
+        pretty.write_list(listed, sys.stdout.write)
+        sys.stdout.write("\n")
+        return
+    if not listed:
+        print("docket: nothing recorded", file=sys.stderr)
+        return
+    sys.stdout.write(lines(listed, oneline=values["oneline"]))  # one write: echoing 100k lines one by one took seconds
+
+
+def lines(listed: list[dict], *, oneline: bool) -> str:
+    """The human listing: one line per record (two with a choice or rationale), or --oneline's truncated lines."""
+    import shutil
+
+    from docket_git.cli import colour
+
+    width = shutil.get_terminal_size((100, 24)).columns
+    paint = colour.enabled(sys.stdout)
+    out: list[str] = []
+    for v in listed:
+        if oneline:
+            retired = f" (superseded by {v['retired_by']})" if v["retired_by"] else ""
+            line = f"{v['id']:<5} {v['state']:<9} {one_line(v['text'])}{retired}"
+            out.append(line if len(line) <= width else line[: max(width - 1, 20)] + "…")
+            continue
+        line = f"{v['id']}  {colour.state(v['state'], v['state'], paint)}  {one_line(v['text'])}"
+        if v.get("supports"):
+            line += f"  <- {_formula(v)}"
+        if v["retired_by"]:
+            line += f"  (superseded by {v['retired_by']})"
+        out.append(line)
+        if v.get("choice"):
+            out.append(" " * 6 + "choice: " + one_line(v["choice"]))
+        elif v.get("rationale"):
+            out.append(" " * 6 + "rationale: " + one_line(v["rationale"]))
+    return "\n".join(out) + "\n"
+
+
+def fast_main(args: list[str]) -> int | None:
+    """Run ``docket list ARGS`` without Typer; None when Typer should handle the arguments."""
+    return COMMAND.run_light(args, run)
+
+
+def register(app: Any) -> None:
+    """Add ``docket list`` to the Typer app."""
+    COMMAND.register(app, run)
