@@ -329,12 +329,19 @@ def git_calls(repo: Repo, tmp_path: Path, *args: str) -> list[str]:
     log = tmp_path / "git.log"
     log.write_text("")
     wrapper = shim / "git"
-    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{log}"\nexec "{GIT}" "$@"\n')
+    wrapper.write_text(f'#!/bin/sh\n{{ printf "%s\\0" "$@"; printf "\\n"; }} >> "{log}"\nexec "{GIT}" "$@"\n')
     wrapper.chmod(0o755)
     env = dict(repo.env, PATH=f"{shim}{os.pathsep}{repo.env['PATH']}")
     proc = subprocess.run([*args], cwd=repo.path, env=env, capture_output=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    return [line.split()[0] if not line.startswith("--") else line.split()[1] for line in log.read_text().splitlines()]
+    commands = []
+    for call in log.read_bytes().split(b"\0\n"):
+        args = [a.decode() for a in call.split(b"\0") if a]
+        while args and args[0].startswith("-"):  # global options: -C DIR, -c KEY=VALUE, --no-optional-locks
+            args = args[2:] if args[0] in ("-C", "-c") else args[1:]
+        if args:
+            commands.append(args[0])
+    return commands
 
 
 def test_auto_scope_runs_fewer_git_processes(repo: Repo, tmp_path: Path) -> None:

@@ -172,7 +172,64 @@ GIT_TIMEOUT = 5
 
 
 def run_git(cwd: Path, *args: str) -> bytes | None:
-    """stdout of ``git ARGS`` run in cwd, or None when git fails, is missing or hangs."""
+    """stdout of ``git ARGS`` run in cwd, or None when git fails, is missing or hangs.
+
+    Spawned directly (``os.posix_spawnp``, ``git -C cwd``, stderr to the null
+    device) rather than through ``subprocess``: a session hook runs git two to
+    four times and needs nothing else from that module, whose import (signal,
+    threading, selectors, locale) cost the hook more than its own side of the
+    git calls. Without ``posix_spawnp`` (not a POSIX system), ``subprocess``.
+    """
+    if not hasattr(os, "posix_spawnp"):
+        return _run_git_subprocess(cwd, *args)
+    import select
+    import time
+
+    deadline = time.monotonic() + GIT_TIMEOUT
+    try:
+        read_end, write_end = os.pipe()
+    except OSError:
+        return None
+    try:
+        actions = [(os.POSIX_SPAWN_DUP2, write_end, 1), (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)]
+        pid = os.posix_spawnp("git", ["git", "-C", os.fspath(cwd), *args], os.environ, file_actions=actions)
+    except OSError:  # no git on PATH
+        os.close(read_end)
+        return None
+    finally:
+        os.close(write_end)
+    chunks = []
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([read_end], [], [], left)[0]:
+                return _kill(pid)
+            chunk = os.read(read_end, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(read_end)
+    while True:  # git closes its output as it exits: this loop rarely turns
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return b"".join(chunks) if os.waitstatus_to_exitcode(status) == 0 else None
+        if time.monotonic() >= deadline:
+            return _kill(pid)
+        time.sleep(0.0005)
+
+
+def _kill(pid: int) -> None:
+    """End a git that ran out of time and reap it."""
+    try:
+        os.kill(pid, 9)  # SIGKILL (the signal module's import costs what spawning saved)
+        os.waitpid(pid, 0)
+    except OSError:
+        pass
+    return None
+
+
+def _run_git_subprocess(cwd: Path, *args: str) -> bytes | None:
     import subprocess
 
     try:
