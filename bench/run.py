@@ -132,8 +132,15 @@ CASES: dict[str, Case] = {
 }
 
 
+#: ``--docket PATH``: time this executable instead (e.g. a non-editable install, which skips the
+#: editable install's import hook that every process of a ``pip install -e`` checkout pays).
+DOCKET: str | None = None
+
+
 def docket_command() -> str:
     """The installed console script, preferring the one beside this interpreter."""
+    if DOCKET:
+        return DOCKET
     local = Path(sys.executable).parent / "docket"
     found = str(local) if local.exists() else shutil.which("docket")
     if not found:
@@ -273,7 +280,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="timed runs per measurement (default 5)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    parser.add_argument("--docket", help="the docket executable to time (default: the one beside this Python)")
     args = parser.parse_args()
+    global DOCKET
+    DOCKET = args.docket
     if args.list:
         for name, case in CASES.items():
             print(f"{name:16} docket {' '.join(case.args):40} {case.note}")
@@ -290,7 +300,9 @@ def main() -> None:
             row = measure(name, case, n, runs=args.runs, seed=args.seed)
             rows.append(row)
             print(f"{name} {n}: cold {row['cold']:.3f} s, warm {row['warm']:.3f} s", file=sys.stderr, flush=True)
-    machine = f"{os.cpu_count()} cores, Python {sys.version.split()[0]}"
+    machine = f"{os.cpu_count()} cores, Python {sys.version.split()[0]}, load average {os.getloadavg()[0]:.2f}"
+    if DOCKET:
+        machine += f", {DOCKET}"
     print(f"\n{machine}; median of {args.runs} runs\n")
     print(table(rows))
 

@@ -13,11 +13,11 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from docket_git.agents import guard
-from docket_git.agents import state as hookstate
-
+# typing.TYPE_CHECKING without importing typing (a few ms of every hook's start); type
+# checkers read the name the same way. The guard (regexes, shlex) and the session state
+# (hashlib, platformdirs) are imported by the paths that use them, not at start.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from docket_git.context.outline import Outline
 
@@ -197,6 +197,8 @@ def _governing_context(payload: dict, path: str, cwd: Path) -> str | None:
     first = rel.split("/", 1)[0]
     if first.encode() not in raw:
         return None
+    from docket_git.agents import state as hookstate
+
     session = session_of(payload)
     state = hookstate.load(session)
     seen = set(state.get("governed", []))
@@ -223,6 +225,8 @@ def _governing_context(payload: dict, path: str, cwd: Path) -> str | None:
 
 def pre_tool_use(payload: dict, agent: str) -> None:
     """Stop a tool call that writes a ledger; add governing decisions to file edits."""
+    from docket_git.agents import guard
+
     call = tool_call(payload)
     if call is None:
         return
@@ -274,6 +278,7 @@ def session_start(payload: dict, agent: str) -> None:
     A resume whose session left no baseline (a new session ID) takes the
     transcript's, else the last briefing given in this worktree.
     """
+    from docket_git.agents import state as hookstate
     from docket_git.context import build_briefing, envelope
 
     source = str(payload.get("source") or payload.get("trigger") or "startup")

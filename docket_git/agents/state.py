@@ -1,7 +1,8 @@
 """Per-session memory for agent hooks: one small JSON file per session ID.
 
 Lives in the platformdirs user state directory, never in the repository;
-entries untouched for 30 days are removed when any session writes.
+entries untouched for 30 days are removed when a session writes (the
+directory is scanned for them at most once an hour).
 """
 
 from __future__ import annotations
@@ -52,12 +53,38 @@ def save(session_id: str, state: dict) -> None:
         _expire(target.parent)
 
 
+#: Expired entries are looked for at most this often: a scan stats every file in the
+#: directory, thousands after a month of sessions, and every hook that saves state used to pay it.
+EXPIRY_SCAN_SECONDS = 3600
+#: The file whose mtime says when the directory was last scanned.
+EXPIRY_STAMP = "expired.stamp"
+#: What this module writes: session state, repeat markers, and temp files a killed process left.
+_EXPIRING = (".json", ".claim", ".tmp")
+_scanned: list[Path] = []
+
+
 def _expire(directory: Path) -> None:
-    cutoff = time.time() - EXPIRY_SECONDS
-    for entry in directory.glob("*.json"):
-        with contextlib.suppress(OSError):
-            if entry.stat().st_mtime < cutoff:
-                entry.unlink()
+    """Remove entries untouched for EXPIRY_SECONDS; at most once a process and once an EXPIRY_SCAN_SECONDS."""
+    if directory in _scanned:
+        return
+    _scanned.append(directory)
+    now = time.time()
+    stamp = directory / EXPIRY_STAMP
+    try:
+        if now - stamp.stat().st_mtime < EXPIRY_SCAN_SECONDS:
+            return
+    except OSError:
+        pass
+    with contextlib.suppress(OSError):
+        os.close(os.open(stamp, os.O_CREAT | os.O_WRONLY, 0o600))
+        os.utime(stamp)
+    cutoff = now - EXPIRY_SECONDS
+    with contextlib.suppress(OSError), os.scandir(directory) as entries:
+        for entry in entries:
+            if entry.name.endswith(_EXPIRING):
+                with contextlib.suppress(OSError):
+                    if entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                        os.unlink(entry.path)
 
 
 def claim(key: str, window: float) -> bool:

@@ -61,16 +61,38 @@ def _json(value: object) -> str:
 # -- header -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Meta:
-    """What the header says about the ledger: identity, revision, latest record, settings."""
+# Meta and Entry are plain classes, not dataclasses: each @dataclass costs every session hook
+# about a millisecond at import (it generates and compiles __init__, __repr__ and __eq__).
+# Tally stays one (select uses dataclasses.replace on it).
 
-    identity: str
-    #: 12 hex: SHA-256 of the ledger bytes through the last record's line.
-    revision: str
-    latest: str
-    #: 8 hex when the settings are not the defaults.
-    fingerprint: str | None = None
+
+class Meta:
+    """What the header says about the ledger: identity, revision, latest record, settings.
+
+    Immutable by convention; compared and hashed by value.
+    """
+
+    __slots__ = ("fingerprint", "identity", "latest", "revision")
+
+    def __init__(self, identity: str, revision: str, latest: str, fingerprint: str | None = None) -> None:
+        self.identity = identity
+        #: 12 hex: SHA-256 of the ledger bytes through the last record's line.
+        self.revision = revision
+        self.latest = latest
+        #: 8 hex when the settings are not the defaults.
+        self.fingerprint = fingerprint
+
+    def _key(self) -> tuple[str, str, str, str | None]:
+        return (self.identity, self.revision, self.latest, self.fingerprint)
+
+    def __eq__(self, other: object) -> bool:
+        return self._key() == other._key() if isinstance(other, Meta) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return "Meta(identity={!r}, revision={!r}, latest={!r}, fingerprint={!r})".format(*self._key())
 
 
 def files_line(files: list[str]) -> str:
@@ -110,23 +132,46 @@ def last_resort(meta: Meta) -> str:
 # -- record blocks ------------------------------------------------------------------
 
 
-@dataclass
 class Entry:
     """One record chosen for the full-text tier, with why it was chosen."""
 
-    view: dict
-    #: selected | blocking prerequisite | related record | fallback pin | changed
-    label: str
-    #: The score the record was admitted with (None: show no selection line).
-    score: int | None = None
-    #: The record's own score (None for a retired record, which has none).
-    own: Score | None = None
-    #: The record this one was reached from (related record, blocking prerequisite).
-    via: str = ""
-    #: ``d6 -> c4 unassessed`` for each blocking chain of a blocked decision.
-    chains: tuple[str, ...] = ()
-    #: A closing line in place of the selection line (delta briefings).
-    note: str = ""
+    __slots__ = ("chains", "label", "note", "own", "score", "via", "view")
+    _FIELDS = ("view", "label", "score", "own", "via", "chains", "note")
+
+    def __init__(
+        self,
+        view: dict,
+        label: str,
+        score: int | None = None,
+        own: Score | None = None,
+        via: str = "",
+        chains: tuple[str, ...] = (),
+        note: str = "",
+    ) -> None:
+        self.view = view
+        #: selected | blocking prerequisite | related record | fallback pin | changed
+        self.label = label
+        #: The score the record was admitted with (None: show no selection line).
+        self.score = score
+        #: The record's own score (None for a retired record, which has none).
+        self.own = own
+        #: The record this one was reached from (related record, blocking prerequisite).
+        self.via = via
+        #: ``d6 -> c4 unassessed`` for each blocking chain of a blocked decision.
+        self.chains = chains
+        #: A closing line in place of the selection line (delta briefings).
+        self.note = note
+
+    def _key(self) -> tuple:
+        return (self.view, self.label, self.score, self.own, self.via, self.chains, self.note)
+
+    def __eq__(self, other: object) -> bool:
+        return self._key() == other._key() if isinstance(other, Entry) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it was
+
+    def __repr__(self) -> str:
+        return "Entry(" + ", ".join(f"{n}={v!r}" for n, v in zip(self._FIELDS, self._key(), strict=True)) + ")"
 
     @property
     def historical(self) -> bool:

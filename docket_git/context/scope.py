@@ -42,15 +42,40 @@ def strength(files: list[str], scope: str, weights: dict[str, int]) -> int:
     # which cost a session hook 40 ms on a 1k-record ledger.
     cut = [i for i in (scope.find("*"), scope.find("?"), scope.find("[")) if i >= 0]
     literal = scope[: min(cut)] if cut else None
+    # A glob of ``*`` alone (most scope globs) is matched without fnmatch's regex as well.
+    stars = scope.split("*") if literal is not None and not (GLOB_CHARS - {"*"}) & set(scope) else None
     best = 0
     for path in files:
         if path == scope:
             return weights["scope_exact"]
-        if literal is not None and path.startswith(literal) and fnmatchcase(path, scope):
+        if (
+            literal is not None
+            and path.startswith(literal)
+            and (star_match(path, stars) if stars is not None else fnmatchcase(path, scope))
+        ):
             best = max(best, weights["scope_glob"])
         elif prefix is not None and path.startswith(prefix):
             best = max(best, weights["scope_prefix"])
     return best
+
+
+def star_match(path: str, parts: list[str]) -> bool:
+    """``fnmatchcase(path, "*".join(parts))`` for a pattern whose only glob character is ``*``.
+
+    ``*`` matches any run of characters, ``/`` included, as in fnmatch: the
+    path must start with the first part, end with the last, and hold the
+    others in order between them (the leftmost fit of each is as good as any).
+    """
+    first, last = parts[0], parts[-1]
+    if len(path) < len(first) + len(last) or not path.startswith(first) or not path.endswith(last):
+        return False
+    pos, end = len(first), len(path) - len(last)
+    for part in parts[1:-1]:
+        found = path.find(part, pos, end)
+        if found < 0:
+            return False
+        pos = found + len(part)
+    return True
 
 
 def scope_points(

@@ -172,7 +172,64 @@ GIT_TIMEOUT = 5
 
 
 def run_git(cwd: Path, *args: str) -> bytes | None:
-    """stdout of ``git ARGS`` run in cwd, or None when git fails, is missing or hangs."""
+    """stdout of ``git ARGS`` run in cwd, or None when git fails, is missing or hangs.
+
+    Spawned directly (``os.posix_spawnp``, ``git -C cwd``, stderr to the null
+    device) rather than through ``subprocess``: a session hook runs git two to
+    four times and needs nothing else from that module, whose import (signal,
+    threading, selectors, locale) cost the hook more than its own side of the
+    git calls. Without ``posix_spawnp`` (not a POSIX system), ``subprocess``.
+    """
+    if not hasattr(os, "posix_spawnp"):
+        return _run_git_subprocess(cwd, *args)
+    import select
+    import time
+
+    deadline = time.monotonic() + GIT_TIMEOUT
+    try:
+        read_end, write_end = os.pipe()
+    except OSError:
+        return None
+    try:
+        actions = [(os.POSIX_SPAWN_DUP2, write_end, 1), (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)]
+        pid = os.posix_spawnp("git", ["git", "-C", os.fspath(cwd), *args], os.environ, file_actions=actions)
+    except OSError:  # no git on PATH
+        os.close(read_end)
+        return None
+    finally:
+        os.close(write_end)
+    chunks = []
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([read_end], [], [], left)[0]:
+                return _kill(pid)
+            chunk = os.read(read_end, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(read_end)
+    while True:  # git closes its output as it exits: this loop rarely turns
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return b"".join(chunks) if os.waitstatus_to_exitcode(status) == 0 else None
+        if time.monotonic() >= deadline:
+            return _kill(pid)
+        time.sleep(0.0005)
+
+
+def _kill(pid: int) -> None:
+    """End a git that ran out of time and reap it."""
+    try:
+        os.kill(pid, 9)  # SIGKILL (the signal module's import costs what spawning saved)
+        os.waitpid(pid, 0)
+    except OSError:
+        pass
+    return None
+
+
+def _run_git_subprocess(cwd: Path, *args: str) -> bytes | None:
     import subprocess
 
     try:
@@ -201,24 +258,106 @@ def status_paths(work: Path) -> tuple[list[str], list[str]]:
     """(changed, untracked) paths of the work tree at work, each sorted, relative to it with ``/``.
 
     Changed means staged or unstaged against HEAD (with no commits yet,
-    whatever is staged); untracked excludes ignored files.
+    whatever is staged); untracked excludes ignored files. That is what
+    ``git diff --name-only HEAD`` and ``git ls-files --others --exclude-standard``
+    list; one ``git status`` gives both whenever its two columns say the same
+    (``_read_status``), else the diff runs too.
     """
+    out = run_git(work, *STATUS)
+    read = _read_status(out) if out is not None else None
+    if read is None:
+        changed, untracked = _changed_by_diff(work), _paths(run_git(work, *LS_UNTRACKED))
+    else:
+        changed, untracked, exact = read
+        if not exact:
+            changed = _changed_by_diff(work)
+    return sorted(changed), sorted(untracked)
+
+
+#: Changed and untracked files in one process. No renames: ``git diff HEAD`` pairs a deletion with
+#: an addition across the index and the work tree, which status cannot; such a tree takes the diff.
+#: No optional locks: a status must not take the index lock from the agent's own git commands.
+#: Porcelain v2, because it marks submodules (whose untracked content status reports and the diff does not).
+STATUS = ("--no-optional-locks", "status", "--porcelain=v2", "-z", "--untracked-files=all", "--no-renames")
+LS_UNTRACKED = ("ls-files", "--others", "--exclude-standard", "--full-name", "-z", "--", ":/")
+
+#: Status codes (index column, work-tree column; ``.`` unchanged) whose path ``git diff --name-only
+#: HEAD`` lists for certain: one column changed, the other clean, so the work tree differs from HEAD
+#: exactly as that column says. Anything else (both columns changed, intent-to-add) is left to the diff.
+_ONE_COLUMN = frozenset({b".M", b".T", b".D", b"M.", b"T.", b"A.", b"D."})
+
+
+def _read_status(out: bytes) -> tuple[list[str], list[str], bool] | None:
+    """(changed, untracked, exact) from ``git status --porcelain=v2 -z``; None when it cannot be read.
+
+    exact is False when changed may differ from the diff's: a code outside
+    ``_ONE_COLUMN``, a submodule, a rename or an unmerged path, or an addition
+    beside a deletion (the diff may pair them as a rename and list only the
+    new path).
+    """
+    changed: list[bytes] = []
+    untracked: list[bytes] = []
+    exact = True
+    added = deleted = False
+    fields = iter(out.split(b"\0"))
+    for entry in fields:
+        kind = entry[:2]
+        if not entry or kind == b"! ":
+            continue
+        if kind == b"? ":
+            untracked.append(entry[2:])
+        elif kind == b"1 ":
+            parts = entry.split(b" ", 8)
+            if len(parts) != 9:
+                return None
+            code, submodule = parts[1], parts[2]
+            if code in _ONE_COLUMN and submodule[:1] == b"N":
+                changed.append(parts[8])
+                added = added or code[:1] == b"A"
+                deleted = deleted or b"D" in code
+            else:
+                exact = False
+        elif kind == b"2 ":
+            next(fields, None)  # the rename's source path
+            exact = False
+        elif kind == b"u ":
+            exact = False
+        else:
+            return None
+    return _decoded(changed), _decoded(untracked), exact and not (added and deleted)
+
+
+def _decoded(raw: list[bytes]) -> list[str]:
+    """Paths as str, nested repositories (``dir/``) dropped, as ``_paths`` reads them."""
+    return [p for p in (os.fsdecode(item) for item in raw) if not p.endswith("/")]
+
+
+def _changed_by_diff(work: Path) -> list[str]:
+    """Staged or unstaged against HEAD; with no commits yet, whatever is staged."""
     changed = run_git(work, "diff", "--name-only", "-z", "HEAD", "--")
     if changed is None:
         changed = run_git(work, "diff", "--cached", "--name-only", "-z", "--")
-    untracked = run_git(work, "ls-files", "--others", "--exclude-standard", "--full-name", "-z", "--", ":/")
-    return sorted(_paths(changed)), sorted(_paths(untracked))
+    return _paths(changed)
 
 
 def recent_commit_paths(work: Path, limit: int) -> Iterator[list[str]]:
     """The paths each of the last ``limit`` commits touched, HEAD first, along first parents.
 
     A merge lists what differs from each parent; a root commit, all its files.
+    HEAD's paths come first without listing the commits (one git process instead
+    of two when the last commit is the work at hand, as it usually is).
     """
+    head = run_git(work, *_TOUCHED, "HEAD", "--") if limit > 0 else None
+    if head is not None:
+        yield list(dict.fromkeys(sorted(_paths(head))))
     commits = run_git(work, "rev-list", "--first-parent", f"--max-count={limit}", "HEAD", "--")
-    for commit in (commits or b"").split():
-        out = run_git(work, "diff-tree", "-m", "--root", "--no-commit-id", "--name-only", "-r", "-z", commit.decode())
+    # rev-list starts at HEAD: skip it when it was read above (no commits, or a failed read: list it here).
+    for commit in (commits or b"").split()[0 if head is None else 1 :]:
+        out = run_git(work, *_TOUCHED, commit.decode())
         yield list(dict.fromkeys(sorted(_paths(out))))
+
+
+_TOUCHED = ("diff-tree", "-m", "--root", "--no-commit-id", "--name-only", "-r", "-z")
 
 
 def _git_dirs(start: Path) -> tuple[Path, Path] | None:
