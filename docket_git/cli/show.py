@@ -56,7 +56,7 @@ def from_index(record_id: str, *, as_json: bool) -> bool:
         ).fetchone()
         if row is None:
             return False
-        offset, length, line_digest, kind, retired_by = row
+        offset, length, _, kind, retired_by = row
         if digest:
             data = index.ledger_bytes(ix)
             end = min(offset + length + 1, len(data))
@@ -64,41 +64,15 @@ def from_index(record_id: str, *, as_json: bool) -> bool:
                 return False
             record = json.loads(data[offset : offset + length])
         else:
-            record = _record_at(ix, plain, offset, length, line_digest)
+            # One line, read at its offset and checked against its digest (index.records_of): show
+            # stays flat in the ledger's size; other bytes there take the whole-file way.
+            (record,) = index.records_of(ix, [plain])
         derived = _derived(ix.conn, plain, kind, retired_by)
         cited = [*(r for g in record.get("supports") or () for r in g), *(record.get("depends_on") or ())]
         cited.extend(record.get("answers") or ())
         labels = index.texts(ix.conn, cited)
     print_view(project.view(record, derived), labels, as_json=as_json)
     return True
-
-
-def _record_at(ix: Any, rid: str, offset: int, length: int, line_digest: str) -> dict:
-    """One indexed record, decoded from its line alone when the line still hashes to its indexed digest.
-
-    The index was proven current a moment ago; reading one line instead of the
-    whole ledger (``index.records_of``) keeps ``show`` flat in the ledger's size.
-    Any other bytes there (the file rewritten in between) take the whole-file way,
-    which brings the index current again.
-    """
-    import hashlib
-    import os
-
-    from docket_git.ledger import index
-    from docket_git.repo import files
-
-    try:
-        fd = files.open_fd(ix.ledger, os.O_RDONLY, store.root_of(ix.ledger))
-        try:
-            line = os.pread(fd, length, offset)
-        finally:
-            os.close(fd)
-    except (OSError, LedgerError):
-        line = b""
-    if len(line) == length and hashlib.sha256(line).hexdigest() == line_digest:
-        return json.loads(line)
-    (record,) = index.records_of(ix, [rid])
-    return record
 
 
 def _derived(conn: Any, rid: str, kind: str, retired_by: str) -> project.Derived:

@@ -796,6 +796,19 @@ def records_of(ix: Index, ids: list[str]) -> list[dict]:
     """
     if not ids:
         return []
+    chunks = None
+    if len(ids) <= FEW and ix.data is None:
+        chunks = _read_lines(ix, _spans(ix, ids))
+        if chunks is None:  # changed since it was proven: read it whole, proving the index again
+            ix.data = None
+    if chunks is None:
+        view = memoryview(ledger_bytes(ix))
+        chunks = [view[o : o + n] for o, n, _ in _spans(ix, ids)]
+    return json.loads(b"[" + b",".join(chunks) + b"]")
+
+
+def _spans(ix: Index, ids: list[str]) -> list[tuple[int, int, str]]:
+    """(offset, length, digest) of each record's line, in the order of ids."""
     if len(ids) > 64:
         spans = {rid: (o, n, d) for rid, o, n, d in ix.conn.execute(_SPANS)}
     else:
@@ -803,12 +816,7 @@ def records_of(ix: Index, ids: list[str]) -> list[dict]:
         for rid in ids:
             for row in ix.conn.execute(_SPANS + " WHERE id = ?", (rid,)):
                 spans[rid] = row[1:]
-    wanted = [spans[rid] for rid in ids]
-    chunks = _read_lines(ix, wanted) if len(wanted) <= FEW and ix.data is None else None
-    if chunks is None:
-        view = memoryview(ledger_bytes(ix))
-        chunks = [view[o : o + n] for o, n, _ in wanted]
-    return json.loads(b"[" + b",".join(chunks) + b"]")
+    return [spans[rid] for rid in ids]
 
 
 _SPANS = "SELECT id, line_offset, line_length, line_digest FROM records"
@@ -847,7 +855,7 @@ def prefix_digest(ix: Index, rid: str) -> str:
 def ledger_bytes(ix: Index) -> bytes:
     """The ledger's bytes, checked to be the ones the index holds (brought current again if they changed)."""
     for attempt in range(3):
-        data = ix.data if ix.data is not None and attempt == 0 else _locked_read(ix.ledger)[1]
+        data = ix.data if ix.data is not None and attempt == 0 else _locked_read(ix.ledger)[1]  # as indexed
         meta = _meta(ix.conn)
         length = meta.get("length", 0)
         if len(data) >= length and _tail_digest(data, length) == meta.get("tail_digest"):
