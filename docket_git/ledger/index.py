@@ -157,9 +157,20 @@ class Index:
     how: str = "current"
     #: The ledger's bytes as indexed, when this process read them anyway (else read on demand).
     data: bytes | None = None
+    #: The ledger opened for reading single lines (``records_of``), once per index.
+    _fd: int | None = None
 
     def close(self) -> None:
         self.conn.close()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def line_reader(self) -> int:
+        """A descriptor of the ledger for reading lines by offset (opened safely once; closed with the index)."""
+        if self._fd is None:
+            self._fd = files.open_fd(self.ledger, os.O_RDONLY, store.root_of(self.ledger))
+        return self._fd
 
     def reader(self) -> sqlite3.Connection:
         """A read-only connection (mode=ro, query_only) to the same data."""
@@ -825,10 +836,7 @@ _SPANS = "SELECT id, line_offset, line_length, line_digest FROM records"
 def _read_lines(ix: Index, spans: list[tuple[int, int, str]]) -> list[bytes] | None:
     """The lines at these (offset, length, digest) spans, or None when one does not match its digest."""
     try:
-        fd = files.open_fd(ix.ledger, os.O_RDONLY, store.root_of(ix.ledger))
-    except OSError:
-        return None
-    try:
+        fd = ix.line_reader()
         out = []
         for offset, length, digest in spans:
             line = os.pread(fd, length, offset)
@@ -838,8 +846,6 @@ def _read_lines(ix: Index, spans: list[tuple[int, int, str]]) -> list[bytes] | N
         return out
     except OSError:
         return None
-    finally:
-        os.close(fd)
 
 
 def prefix_digest(ix: Index, rid: str) -> str:
@@ -862,7 +868,7 @@ def ledger_bytes(ix: Index) -> bytes:
             ix.data = data
             return data
         fresh = open_index(ix.ledger)  # changed under us: prove (and update) again
-        ix.conn.close()
+        ix.close()  # the line reader too: a checkout may have put a new file in place
         ix.conn, ix.path, ix.data = fresh.conn, fresh.path, fresh.data
     raise store.LedgerError(f"{ix.ledger} keeps changing while it is read; try again")
 

@@ -10,13 +10,11 @@ from __future__ import annotations
 import os
 import shlex
 import stat
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from docket_git.errors import LedgerError
-from docket_git.merging import precommit
 from docket_git.repo import files, gitio
 
 ATTRIBUTE_PATTERN = ".docket/**/*.jsonl"
@@ -170,6 +168,8 @@ def starts_bare(command: str | None) -> tuple[bool, str]:
     """Whether a configured driver command starts docket from a bare environment; (ok, what it said)."""
     if not command or f" {DRIVER_ARGS}" not in command:
         return False, "it is not a docket merge-driver command"
+    import subprocess  # only doctor and init probe the driver; the briefing's notice must not pay for it
+
     probe = command.split(f" {DRIVER_ARGS}", 1)[0] + " merge-driver --help"
     try:
         proc = subprocess.run(
@@ -226,6 +226,8 @@ def _framework_runs_check(root: Path) -> bool:
         text = files.read_text(root / PRE_COMMIT_CONFIG, root)
     except (OSError, LedgerError):
         return False
+    from docket_git.merging import precommit
+
     return precommit.runs_guard(text)  # a hooks entry with id: docket-check, not a mere mention
 
 
