@@ -295,6 +295,9 @@ def open_index(ledger: Path) -> Index:
     conn = _open_persistent(target)
     if conn is not None:
         try:
+            # One read transaction for the whole command: the proof and every later lookup see
+            # one state of the index, whatever another process commits meanwhile (WAL).
+            conn.execute("BEGIN")
             if _proven(conn, ledger):
                 return Index(conn, ledger, target)
         except sqlite3.Error:
@@ -326,6 +329,7 @@ def _for_bytes(ledger: Path, target: Path, data: bytes, stat: tuple, trusted: tu
         with db.lock(target):
             ix = _update_persistent(ledger, target, data, stat, trusted)
             ix.data = data
+            ix.conn.execute("BEGIN")  # later lookups see this state, as a proven index's do
             return ix
     except (OSError, sqlite3.Error) as exc:
         notice(f"cannot write the ledger index at {target.parent} ({_why(exc)}); using an in-memory index")
