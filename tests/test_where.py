@@ -16,7 +16,7 @@ from docket_git.context import where
 from docket_git.errors import UsageError
 from docket_git.ledger import canonical, pretty, project
 
-from .conftest import Repo, rec
+from .conftest import DOCKET, Repo, rec
 from .test_context_properties import ledgers
 
 
@@ -173,7 +173,7 @@ def test_list_json_from_the_index_equals_a_fresh_projection(records: list[dict],
         (root / ".docket" / "ledger.jsonl").write_bytes(data)
         records = [json.loads(line) for line in data.splitlines()]  # as the file holds them
         env = {**os.environ, "XDG_CACHE_HOME": str(Path(tmp) / "cache")}
-        args = ["docket", "list", "--json", *(["--superseded"] if superseded else [])]
+        args = [DOCKET, "list", "--json", *(["--superseded"] if superseded else [])]
         for _ in range(2):  # a cold index, then a warm one
             out = subprocess.run(args, cwd=root, env=env, capture_output=True, check=True).stdout
             views = project.project(records)
