@@ -119,30 +119,6 @@ def build_briefing(
     ``ValueError`` for a ``max_chars`` under ``budget.minimum`` (exit 2).
     A missing or empty ledger gives an empty briefing.
     """
-    with store.gc_paused():  # a briefing builds many short-lived, acyclic objects
-        return _build(
-            start,
-            ledger=ledger,
-            query=query,
-            files=files,
-            max_chars=max_chars,
-            all_records=all_records,
-            auto_scope=auto_scope,
-            since=since,
-        )
-
-
-def _build(
-    start: Path | None,
-    *,
-    ledger: Path | None,
-    query: str,
-    files: Sequence[str],
-    max_chars: int | None,
-    all_records: bool,
-    auto_scope: bool | None,
-    since: str | None,
-) -> Briefing:
     fault = model.since_fault(since) if since is not None else None
     if fault:
         raise ValueError(fault)  # a usage error: the command exits 2
@@ -154,12 +130,12 @@ def _build(
     settings = config.for_ledger(path)
     if max_chars is not None:
         check_max_chars(max_chars, settings)
-    identity = identity_of(path)
-    with index.opened(path) as ix:
+    # A briefing builds many short-lived, acyclic objects: no cyclic GC while it runs.
+    with store.gc_paused(), index.opened(path) as ix:
         return _brief(
             ix,
             settings,
-            identity,
+            identity_of(path),
             query=query,
             files=files,
             max_chars=max_chars,
