@@ -310,17 +310,8 @@ def open_index(ledger: Path) -> Index:
 
 
 def _locked_read(ledger: Path) -> tuple[tuple[int, int, int, int], bytes]:
-    """(stat, bytes) of the ledger as readers see it; the stat is taken first, so it never vouches for newer bytes."""
-    try:
-        if os.path.isdir(ledger.parent) and not os.path.islink(ledger.parent):
-            with store.locked(ledger, exclusive=False) as fd:
-                return db.file_stat(ledger), store.current_bytes(ledger, fd)
-        stat = db.file_stat(ledger)
-        return stat, files.read_bytes(ledger, store.root_of(ledger), files.LEDGER_CAP)
-    except FileNotFoundError:
-        return (0, 0, 0, 0), b""
-    except OSError as exc:
-        raise LedgerError(f"cannot read {ledger}: {exc.strerror}") from None
+    """(stat, bytes) of the ledger as readers see it; a missing ledger reads as empty."""
+    return store.read_with_stat(ledger) or ((0, 0, 0, 0), b"")
 
 
 def _for_bytes(ledger: Path, target: Path, data: bytes, stat: tuple, trusted: tuple | None = None) -> Index:
@@ -739,11 +730,8 @@ def _settle_appended(
 
 
 def _cites(record: dict) -> list[str]:
-    """The IDs a record cites in supports (each occurrence), depends_on and answers."""
-    refs = [ref for group in record.get("supports") or () for ref in group]
-    refs.extend(record.get("depends_on") or ())
-    refs.extend(record.get("answers") or ())
-    return refs
+    """The IDs a record cites in supports (each occurrence), depends_on and answers: what degree counts."""
+    return [ref for name, ref in model.references(record) if name != "supersedes"]
 
 
 # -- reading ---------------------------------------------------------------------------------------

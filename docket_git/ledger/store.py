@@ -234,12 +234,10 @@ class Snapshot:
     torn_line: int | None = None
     #: (length, SHA-256) of a prefix already hashed while reading, so revision() need not hash it again.
     hashed: tuple[int, str] = (0, "")
-    #: Read without records: the records validation parsed anyway (those past the cached
-    #: prefix, from byte ``tail_from``) and the offset just past each, for callers that
-    #: would otherwise decode the same lines again.
+    #: Read without records: the records validation parsed (those past ``start``) and the
+    #: offset just past each, for callers that would otherwise decode the same lines again.
     tail: list[dict] = field(default_factory=list)
     tail_ends: list[int] = field(default_factory=list)
-    tail_from: int = 0
 
     def position(self, record_id: str) -> int | None:
         """The index of the record with this ID in ``records``, if any."""
@@ -301,7 +299,6 @@ def parse(
 def _parse(path: Path, data: bytes, *, records: bool, start: int, line_no: int, known: Index | None) -> Snapshot:
     snap = Snapshot(path=path, data=data)
     index = snap.index = known if known is not None else Index()
-    snap.tail_from = start
     if records and start:
         prefix_lines, snap.ends = jsonl.whole_lines(data, 0, start)
         parsed = jsonl.decode_many(prefix_lines)
@@ -339,13 +336,19 @@ def _parse(path: Path, data: bytes, *, records: bool, start: int, line_no: int, 
     return snap
 
 
-def read_bytes(path: Path) -> bytes | None:
-    """The ledger's bytes as readers see them, read under its shared lock; None when it does not exist."""
+def read_with_stat(path: Path) -> tuple[tuple[int, int, int, int], bytes] | None:
+    """(stat, bytes) of the ledger as readers see it, read under its shared lock; None when it does not exist.
+
+    The stat (``db.file_stat``) is taken first, so it never vouches for bytes newer than those read.
+    """
+    from docket_git.ledger.db import file_stat
+
     try:
         if os.path.isdir(path.parent) and not os.path.islink(path.parent):
             with locked(path, exclusive=False) as fd:
-                return current_bytes(path, fd)
-        return files.read_bytes(path, root_of(path), files.LEDGER_CAP)
+                return file_stat(path), current_bytes(path, fd)
+        stat = file_stat(path)
+        return stat, files.read_bytes(path, root_of(path), files.LEDGER_CAP)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -360,8 +363,8 @@ def read(path: Path | None, *, records: bool = True) -> Snapshot:
     """
     if path is None:
         return Snapshot(path=Path(LEDGER_DIR) / LEDGER_NAME)
-    data = read_bytes(path)
-    return Snapshot(path=path) if data is None else parse(path, data, records=records)
+    found = read_with_stat(path)
+    return Snapshot(path=path) if found is None else parse(path, found[1], records=records)
 
 
 # -- appending -----------------------------------------------------------------
