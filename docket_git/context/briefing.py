@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from docket_git.context import config, delta, scope
@@ -19,16 +18,19 @@ from docket_git.context.outline import Lines, Outline
 from docket_git.context.render import Meta
 from docket_git.context.select import Request, check_max_chars, select, select_outline
 from docket_git.ledger import canonical, index, model, store
+from docket_git.plain import Plain
 
 
-@dataclass
-class Briefing:
+class Briefing(Plain):
     """A composed briefing: the text for stdout ("" when the ledger is empty) and notes for stderr."""
 
-    text: str
-    notes: list[str] = field(default_factory=list)
-    #: ``ID@DIGEST`` of the ledger's latest record: the baseline a later ``--since`` starts from.
-    baseline: str = ""
+    __slots__ = ("baseline", "notes", "text")
+
+    def __init__(self, text: str, notes: list[str] | None = None, baseline: str = "") -> None:
+        self.text = text
+        self.notes = [] if notes is None else notes
+        #: ``ID@DIGEST`` of the ledger's latest record: the baseline a later ``--since`` starts from.
+        self.baseline = baseline
 
 
 def meta_for(snapshot: store.Snapshot, identity: str, settings: config.Settings) -> Meta:

@@ -10,7 +10,6 @@ baseline IDs to current ones.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 
 from docket_git.context import render
 from docket_git.context.outline import Outline
@@ -18,20 +17,23 @@ from docket_git.context.render import Entry, Meta
 from docket_git.context.select import blocking_chains, chain_text
 from docket_git.ledger import model
 from docket_git.ledger.project import Derived, derive, is_available, project, view
+from docket_git.plain import Plain
 
 DIGEST_RE = model.DIGEST_RE
 
 
-@dataclass
-class Delta:
+class Delta(Plain):
     """Records added after the baseline, and records available then that no longer are."""
 
-    #: Projected current views of the added records, in file order.
-    added: list[dict]
-    #: Projected views (current ones; the baseline's if the record is gone) of records that lost availability.
-    lost: list[dict]
-    #: Blocked decision -> its ``blocked:`` chains, for the blocks.
-    chains: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    __slots__ = ("added", "chains", "lost")
+
+    def __init__(self, added: list[dict], lost: list[dict], chains: dict[str, tuple[str, ...]] | None = None) -> None:
+        #: Projected current views of the added records, in file order.
+        self.added = added
+        #: Projected views (current ones; the baseline's if the record is gone) of records that lost availability.
+        self.lost = lost
+        #: Blocked decision -> its ``blocked:`` chains, for the blocks.
+        self.chains = {} if chains is None else chains
 
 
 parse_since = model.split_ref

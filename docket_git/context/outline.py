@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 
 from docket_git.ledger import index as ledger_index
 from docket_git.ledger.project import Derived, derive
+from docket_git.plain import Plain
 
 #: The fields of a record that projection, scoring and selection read (besides its prose).
 ROW_FIELDS = ("id", "kind", "state", "scope", "supports", "depends_on", "answers", "supersedes", "pinned")
@@ -181,34 +181,55 @@ class _Scopes(Mapping[str, list[str]]):
         return len(self._all())
 
 
-@dataclass
-class Outline:
+class Outline(Plain):
     """What a briefing needs of a ledger before it knows the task; records in file order."""
 
-    ids: list[str]
-    derived: Derived
-    #: Record ID -> references to it (supports, depends_on, answers, resolved_by) from any record.
-    degrees: dict[str, int]
-    #: Record ID -> current records citing it, in file order: the reverse index expansion walks.
-    incoming: dict[str, list[str]]
-    #: Current pinned records.
-    pinned: set[str]
-    #: Scope string as recorded -> the current records carrying it, in file order.
-    scopes: Mapping[str, list[str]]
-    #: Decision -> its depends_on, for decisions that have one (coverage walks these).
-    depends: dict[str, list[str]]
-    #: Record ID -> the full record (a dict, or lazily parsed ledger lines).
-    records: Mapping[str, dict] = field(default_factory=dict)
-    pos: dict[str, int] = field(init=False)
-    current: set[str] = field(init=False)
-    #: Current records in file order.
-    live: list[str] = field(init=False)
+    __slots__ = (
+        "current",
+        "degrees",
+        "depends",
+        "derived",
+        "ids",
+        "incoming",
+        "live",
+        "pinned",
+        "pos",
+        "records",
+        "scopes",
+    )
 
-    def __post_init__(self) -> None:
-        self.pos = {rid: i for i, rid in enumerate(self.ids)}
-        retired = self.derived.retired_by
+    def __init__(
+        self,
+        ids: list[str],
+        derived: Derived,
+        degrees: dict[str, int],
+        incoming: dict[str, list[str]],
+        pinned: set[str],
+        scopes: Mapping[str, list[str]],
+        depends: dict[str, list[str]],
+        records: Mapping[str, dict] | None = None,
+    ) -> None:
+        self.ids = ids
+        self.derived = derived
+        #: Record ID -> references to it (supports, depends_on, answers, resolved_by) from any record.
+        self.degrees = degrees
+        #: Record ID -> current records citing it, in file order: the reverse index expansion walks.
+        self.incoming = incoming
+        #: Current pinned records.
+        self.pinned = pinned
+        #: Scope string as recorded -> the current records carrying it, in file order.
+        self.scopes = scopes
+        #: Decision -> its depends_on, for decisions that have one (coverage walks these).
+        self.depends = depends
+        #: Record ID -> the full record (a dict, or lazily parsed ledger lines).
+        self.records: Mapping[str, dict] = {} if records is None else records
+        self.pos = {rid: i for i, rid in enumerate(ids)}
+        retired = derived.retired_by
         self.current = self.pos.keys() - retired.keys()
-        self.live = [rid for rid in self.ids if rid not in retired] if retired else list(self.ids)
+        #: Current records in file order.
+        self.live = [rid for rid in ids if rid not in retired] if retired else list(ids)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
 
     @classmethod
     def build(cls, records: list[dict]) -> Outline:

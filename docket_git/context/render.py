@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 
 from docket_git.context.score import Score
+from docket_git.plain import Plain
 
 LEGEND = (
     "# Context: decisions are commitments, claims are premises, questions are inquiries; "
@@ -61,12 +61,7 @@ def _json(value: object) -> str:
 # -- header -------------------------------------------------------------------------
 
 
-# Meta and Entry are plain classes, not dataclasses: each @dataclass costs every session hook
-# about a millisecond at import (it generates and compiles __init__, __repr__ and __eq__).
-# Tally stays one (select uses dataclasses.replace on it).
-
-
-class Meta:
+class Meta(Plain):
     """What the header says about the ledger: identity, revision, latest record, settings.
 
     Immutable by convention; compared and hashed by value.
@@ -81,18 +76,6 @@ class Meta:
         self.latest = latest
         #: 8 hex when the settings are not the defaults.
         self.fingerprint = fingerprint
-
-    def _key(self) -> tuple[str, str, str, str | None]:
-        return (self.identity, self.revision, self.latest, self.fingerprint)
-
-    def __eq__(self, other: object) -> bool:
-        return self._key() == other._key() if isinstance(other, Meta) else NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return "Meta(identity={!r}, revision={!r}, latest={!r}, fingerprint={!r})".format(*self._key())
 
 
 def files_line(files: list[str]) -> str:
@@ -132,11 +115,10 @@ def last_resort(meta: Meta) -> str:
 # -- record blocks ------------------------------------------------------------------
 
 
-class Entry:
+class Entry(Plain):
     """One record chosen for the full-text tier, with why it was chosen."""
 
     __slots__ = ("chains", "label", "note", "own", "score", "via", "view")
-    _FIELDS = ("view", "label", "score", "own", "via", "chains", "note")
 
     def __init__(
         self,
@@ -162,16 +144,7 @@ class Entry:
         #: A closing line in place of the selection line (delta briefings).
         self.note = note
 
-    def _key(self) -> tuple:
-        return (self.view, self.label, self.score, self.own, self.via, self.chains, self.note)
-
-    def __eq__(self, other: object) -> bool:
-        return self._key() == other._key() if isinstance(other, Entry) else NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it was
-
-    def __repr__(self) -> str:
-        return "Entry(" + ", ".join(f"{n}={v!r}" for n, v in zip(self._FIELDS, self._key(), strict=True)) + ")"
+    __hash__ = None  # type: ignore[assignment]  # mutable: holds a dict
 
     @property
     def historical(self) -> bool:
@@ -362,18 +335,29 @@ def unnamed_index(deferred: int) -> str:
 # -- footer ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Tally:
+class Tally(Plain):
     """The counts a footer reports."""
 
-    full: int
-    named: int
-    deferred: int
-    retired: int
-    related_in_index: int = 0
-    #: "task" (task matches exist), "none" (task mode, no match), "all" (no task scope)
-    coverage: str = "all"
-    uncovered: int = 0
+    __slots__ = ("coverage", "deferred", "full", "named", "related_in_index", "retired", "uncovered")
+
+    def __init__(
+        self,
+        full: int,
+        named: int,
+        deferred: int,
+        retired: int,
+        related_in_index: int = 0,
+        coverage: str = "all",
+        uncovered: int = 0,
+    ) -> None:
+        self.full = full
+        self.named = named
+        self.deferred = deferred
+        self.retired = retired
+        self.related_in_index = related_in_index
+        #: "task" (task matches exist), "none" (task mode, no match), "all" (no task scope)
+        self.coverage = coverage
+        self.uncovered = uncovered
 
 
 def footer(t: Tally) -> str:

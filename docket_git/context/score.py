@@ -10,30 +10,42 @@ from __future__ import annotations
 import itertools
 from bisect import bisect_right
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from docket_git.context import scope as scoping
 from docket_git.context.outline import Outline, references
+from docket_git.plain import Plain
 
 COMPONENTS: tuple[str, ...] = ("scope", "text", "recency", "degree", "pinned")
 #: Query points are capped here before the text weight scales them.
 TEXT_POINTS_CAP = 1000
 
 
-@dataclass(frozen=True)
-class Score:
+class Score(Plain):
     """One current record's score and its parts."""
 
-    total: int
-    scope: int = 0
-    text: int = 0
-    recency: int = 0
-    degree: int = 0
-    pinned: int = 0
-    #: A task hit matched the task's files (scope) or its query (text points).
-    hit: bool = False
-    #: The scope matched through the path git says the recorded one was renamed to.
-    renamed: bool = False
+    __slots__ = ("degree", "hit", "pinned", "recency", "renamed", "scope", "text", "total")
+
+    def __init__(
+        self,
+        total: int,
+        scope: int = 0,
+        text: int = 0,
+        recency: int = 0,
+        degree: int = 0,
+        pinned: int = 0,
+        hit: bool = False,
+        renamed: bool = False,
+    ) -> None:
+        self.total = total
+        self.scope = scope
+        self.text = text
+        self.recency = recency
+        self.degree = degree
+        self.pinned = pinned
+        #: A task hit matched the task's files (scope) or its query (text points).
+        self.hit = hit
+        #: The scope matched through the path git says the recorded one was renamed to.
+        self.renamed = renamed
 
     def parts(self) -> str:
         """The non-zero components, e.g. ``scope=700, recency=100`` (``scope=1000 via rename``)."""

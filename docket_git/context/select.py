@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
 
 from docket_git.context import render
 from docket_git.context.config import Settings
@@ -34,6 +33,7 @@ from docket_git.context.render import Entry, Meta, Tally
 from docket_git.context.score import Scoring
 from docket_git.ledger import model
 from docket_git.ledger.project import Derived, view
+from docket_git.plain import Plain
 
 #: Most blocking chains printed per decision, and most steps followed along one.
 MAX_CHAINS = 8
@@ -47,16 +47,25 @@ MAX_ROOT_MISSES = 64
 SCALED, NAMES, COUNT, SMALLEST = "scaled", "names", "count", "smallest"
 
 
-@dataclass(frozen=True)
-class Request:
+class Request(Plain):
     """What the caller asked for."""
 
-    query: str = ""
-    files: tuple[str, ...] = ()
-    all: bool = False
-    max_chars: int | None = None
-    #: Scope as recorded -> the path it was renamed to (for scopes whose path no longer exists).
-    renames: tuple[tuple[str, str], ...] = ()
+    __slots__ = ("all", "files", "max_chars", "query", "renames")
+
+    def __init__(
+        self,
+        query: str = "",
+        files: tuple[str, ...] = (),
+        all: bool = False,
+        max_chars: int | None = None,
+        renames: tuple[tuple[str, str], ...] = (),
+    ) -> None:
+        self.query = query
+        self.files = files
+        self.all = all
+        self.max_chars = max_chars
+        #: Scope as recorded -> the path it was renamed to (for scopes whose path no longer exists).
+        self.renames = renames
 
 
 def check_max_chars(value: object, settings: Settings) -> int:
@@ -334,7 +343,7 @@ class _Selector:
             index_len = self._index_len(count, self.win_scaled, self.win_names, deferred, form=form)
             shortest = Tally(self.full, deferred, deferred, self.retired_count, 0, self.tally(0).coverage, 0)
             footer_len = min(
-                len(self.footer(shortest, short=short)), len(self.footer(replace(shortest, uncovered=1), short=short))
+                len(self.footer(shortest, short=short)), len(self.footer(shortest.replace(uncovered=1), short=short))
             )
             n = self._floors[key] = len(self.head) + self.blocks_len + index_len + 1 + footer_len - 6
         return n
@@ -367,7 +376,7 @@ class _Selector:
         uncovered = self.uncovered - (rid in self.targets)
         tally = self.tally(min(count, deferred), full=full, missing=missing, uncovered=uncovered)
         if form == COUNT:
-            tally = replace(tally, named=0)
+            tally = tally.replace(named=0)
         index_len = self._index_len(count, scaled_sum, names_sum, deferred, form=form)
         return len(self.head) + self.blocks_len + 1 + block_len + index_len + 1 + len(self.footer(tally, short=short))
 

@@ -42,7 +42,6 @@ import json
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from docket_git.errors import LedgerError, notice
@@ -146,19 +145,23 @@ def scope_kind(scope: str) -> str:
     return "exact" if "/" in scope or "\\" in scope else "component"
 
 
-@dataclass
 class Index:
     """An index proven current for one ledger: a connection, and where it lives (None: in memory)."""
 
-    conn: sqlite3.Connection
-    ledger: Path
-    path: Path | None
-    #: What proving it current took: "current", "updated" or "rebuilt".
-    how: str = "current"
-    #: The ledger's bytes as indexed, when this process read them anyway (else read on demand).
-    data: bytes | None = None
-    #: The ledger opened for reading single lines (``records_of``), once per index.
-    _fd: int | None = None
+    __slots__ = ("_fd", "conn", "data", "how", "ledger", "path")
+
+    def __init__(
+        self, conn: sqlite3.Connection, ledger: Path, path: Path | None, how: str = "current", data: bytes | None = None
+    ) -> None:
+        self.conn = conn
+        self.ledger = ledger
+        self.path = path
+        #: What proving it current took: "current", "updated" or "rebuilt".
+        self.how = how
+        #: The ledger's bytes as indexed, when this process read them anyway (else read on demand).
+        self.data = data
+        #: The ledger opened for reading single lines (``records_of``), once per index.
+        self._fd: int | None = None
 
     def close(self) -> None:
         self.conn.close()

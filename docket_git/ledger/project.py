@@ -8,23 +8,33 @@ recursion, however long the chains.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+
+from docket_git.plain import Plain
 
 
 def _dedupe(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-@dataclass
-class Derived:
+class Derived(Plain):
     """What projection derives for a list of records, as maps keyed by record ID."""
 
-    #: Retired record -> the record that supersedes it.
-    retired_by: dict[str, str] = field(default_factory=dict)
-    #: Decision -> its blocked_by list (empty when applicable).
-    blocked: dict[str, list[str]] = field(default_factory=dict)
-    #: Question -> the current records that resolve it, in file order.
-    resolved_by: dict[str, list[str]] = field(default_factory=dict)
+    __slots__ = ("blocked", "resolved_by", "retired_by")
+
+    def __init__(
+        self,
+        retired_by: dict[str, str] | None = None,
+        blocked: dict[str, list[str]] | None = None,
+        resolved_by: dict[str, list[str]] | None = None,
+    ) -> None:
+        #: Retired record -> the record that supersedes it.
+        self.retired_by = {} if retired_by is None else retired_by
+        #: Decision -> its blocked_by list (empty when applicable).
+        self.blocked = {} if blocked is None else blocked
+        #: Question -> the current records that resolve it, in file order.
+        self.resolved_by = {} if resolved_by is None else resolved_by
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
 
 
 def derive(records: list[dict]) -> Derived:

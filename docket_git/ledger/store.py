@@ -15,7 +15,6 @@ import fcntl
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from docket_git.errors import LedgerError, NoLedger, notice
@@ -217,27 +216,29 @@ def _clear_journal(fd: int) -> None:
 # -- reading ------------------------------------------------------------------
 
 
-@dataclass
 class Snapshot:
     """One consistent read of a ledger file."""
 
-    path: Path
-    data: bytes = b""
-    #: Parsed records in file order (empty when read without records).
-    records: list[dict] = field(default_factory=list)
-    #: Byte offset just past each record's line (newline included).
-    ends: list[int] = field(default_factory=list)
-    index: Index = field(default_factory=Index)
-    #: Bytes that hold valid records; a torn final line lies beyond.
-    valid_length: int = 0
-    #: Line number of a skipped torn final line, if any.
-    torn_line: int | None = None
-    #: (length, SHA-256) of a prefix already hashed while reading, so revision() need not hash it again.
-    hashed: tuple[int, str] = (0, "")
-    #: Read without records: the records validation parsed (those past ``start``) and the
-    #: offset just past each, for callers that would otherwise decode the same lines again.
-    tail: list[dict] = field(default_factory=list)
-    tail_ends: list[int] = field(default_factory=list)
+    __slots__ = ("data", "ends", "hashed", "index", "path", "records", "tail", "tail_ends", "torn_line", "valid_length")
+
+    def __init__(self, path: Path, data: bytes = b"", valid_length: int = 0) -> None:
+        self.path = path
+        self.data = data
+        #: Parsed records in file order (empty when read without records).
+        self.records: list[dict] = []
+        #: Byte offset just past each record's line (newline included).
+        self.ends: list[int] = []
+        self.index = Index()
+        #: Bytes that hold valid records; a torn final line lies beyond.
+        self.valid_length = valid_length
+        #: Line number of a skipped torn final line, if any.
+        self.torn_line: int | None = None
+        #: (length, SHA-256) of a prefix already hashed while reading, so revision() need not hash it again.
+        self.hashed: tuple[int, str] = (0, "")
+        #: Read without records: the records validation parsed (those past ``start``) and the
+        #: offset just past each, for callers that would otherwise decode the same lines again.
+        self.tail: list[dict] = []
+        self.tail_ends: list[int] = []
 
     def position(self, record_id: str) -> int | None:
         """The index of the record with this ID in ``records``, if any."""

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 
 from docket_git.ledger import model
+from docket_git.plain import Plain
 
 LEGACY_MESSAGE = "legacy format is unsupported; run 'docket migrate' to convert it to schema 2"
 CONFLICT_MARKERS = (b"<<<<<<<", b"=======", b">>>>>>>", b"|||||||")
@@ -35,12 +35,14 @@ class Invalid(Exception):
         self.message = message
 
 
-@dataclass
-class Fault:
+class Fault(Plain):
     """One problem found on one line of a ledger file."""
 
-    line: int
-    message: str
+    __slots__ = ("line", "message")
+
+    def __init__(self, line: int, message: str) -> None:
+        self.line = line
+        self.message = message
 
     def __str__(self) -> str:
         return f"line {self.line}: {self.message}"
@@ -173,18 +175,27 @@ def check_line(record: object) -> str:
     return rid
 
 
-@dataclass
 class Index:
     """What the cross-record rules need to know about the records so far."""
 
-    max_seq: int = 0
-    #: ID -> 1-based line number where it was recorded.
-    lines: dict[str, int] = field(default_factory=dict)
-    #: IDs some record supersedes.
-    retired: set[str] = field(default_factory=set)
-    count: int = 0
-    #: Retired ID -> the line of the record that retired it (lets a cached index be cut back to a line).
-    retired_at: dict[str, int] = field(default_factory=dict)
+    __slots__ = ("count", "lines", "max_seq", "retired", "retired_at")
+
+    def __init__(
+        self,
+        max_seq: int = 0,
+        lines: dict[str, int] | None = None,
+        retired: set[str] | None = None,
+        count: int = 0,
+        retired_at: dict[str, int] | None = None,
+    ) -> None:
+        self.max_seq = max_seq
+        #: ID -> 1-based line number where it was recorded (a mapping: the merge driver's reads the prefix).
+        self.lines: dict[str, int] = {} if lines is None else lines
+        #: IDs some record supersedes.
+        self.retired: set[str] = set() if retired is None else retired
+        self.count = count
+        #: Retired ID -> the line of the record that retired it (lets a cached index be cut back to a line).
+        self.retired_at: dict[str, int] = {} if retired_at is None else retired_at
 
     def check(self, record: dict) -> None:
         """Apply the cross-record rules to a record that passed ``check_line``."""

@@ -11,10 +11,10 @@ import os
 import shlex
 import stat
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from docket_git.errors import LedgerError
+from docket_git.plain import Plain
 from docket_git.repo import files, gitio
 
 ATTRIBUTE_PATTERN = ".docket/**/*.jsonl"
@@ -83,15 +83,19 @@ exit 1
 """
 
 
-@dataclass
-class Finding:
+class Finding(Plain):
     """One thing ``docket doctor`` looked at: whether it is fine, and the fix if not."""
 
-    ok: bool
-    what: str
-    fix: str = ""
-    #: What a problem here breaks: "merge" (git merges ledgers as text) or "commit" (nothing checks commits).
-    area: str = "merge"
+    __slots__ = ("area", "fix", "ok", "what")
+
+    def __init__(self, ok: bool, what: str, fix: str = "", area: str = "merge") -> None:
+        self.ok = ok
+        self.what = what
+        self.fix = fix
+        #: What a problem here breaks: "merge" (git merges ledgers as text) or "commit" (nothing checks commits).
+        self.area = area
+
+    __hash__ = None  # type: ignore[assignment]  # compared by value, like the dataclass it was
 
 
 # -- attributes -------------------------------------------------------------------
