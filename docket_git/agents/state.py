@@ -17,10 +17,15 @@ from pathlib import Path
 EXPIRY_SECONDS = 30 * 24 * 3600
 
 
-def _directory() -> Path:
-    from platformdirs import user_state_dir
+_directories: list[Path] = []
 
-    return Path(user_state_dir("docket-git")) / "sessions"
+
+def _directory() -> Path:
+    if not _directories:  # resolved once a process: a hook looks up several keys
+        from platformdirs import user_state_dir
+
+        _directories.append(Path(user_state_dir("docket-git")) / "sessions")
+    return _directories[0]
 
 
 def _file(session_id: str) -> Path:
