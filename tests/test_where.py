@@ -156,6 +156,21 @@ def test_the_fast_writer_is_byte_identical_to_json_dumps(values: list) -> None:
         assert pretty.encode(value) == json.dumps(value, indent=2, ensure_ascii=False)
 
 
+def test_the_fast_writer_on_a_record_shape_and_keys_that_are_not_strings() -> None:
+    record = {
+        "id": "d7",
+        "text": 'quote " and \u2028 and \u00e9',
+        "pinned": False,
+        "applicable": True,
+        "supports": [["c1", "c2"], ["c3"]],
+        "scope": [],
+        "provenance": {"author": "a", "nested": {"deep": [1, 2.5, None]}},
+    }
+    odd = {3: "int key", None: "null key", 2.5: "float key", True: "bool key", "": [record]}
+    for value in (record, odd, [odd, odd]):
+        assert pretty.encode(value) == json.dumps(value, indent=2, ensure_ascii=False)
+
+
 @settings(max_examples=100, deadline=None)
 @given(record=st.builds(lambda rid, text: rec(rid, text), st.sampled_from(["c1", "d2", "q3"]), st.text(min_size=1)))
 def test_the_fast_writer_matches_on_records(record: dict) -> None:

@@ -814,6 +814,25 @@ def records_of(ix: Index, ids: list[str]) -> list[dict]:
     return json.loads(b"[" + b",".join(chunks) + b"]")
 
 
+#: ``records_in_slices`` decodes this many lines at a time.
+SLICE = 2000
+
+
+def records_in_slices(ix: Index, ids: list[str], spans: list[tuple[int, int]] | None = None) -> Iterator[list[dict]]:
+    """``records_of`` a slice at a time: listing 100k records never holds all of them decoded at once.
+
+    ``spans``: each record's (line offset, line length), when the caller's query read them already.
+    """
+    if len(ids) <= FEW:
+        yield records_of(ix, ids)
+        return
+    if spans is None:
+        spans = [(o, n) for o, n, _ in _spans(ix, ids)]
+    view = memoryview(ledger_bytes(ix))
+    for start in range(0, len(spans), SLICE):
+        yield json.loads(b"[" + b",".join([view[o : o + n] for o, n in spans[start : start + SLICE]]) + b"]")
+
+
 def _spans(ix: Index, ids: list[str]) -> list[tuple[int, int, str]]:
     """(offset, length, digest) of each record's line, in the order of ids."""
     if len(ids) > 64:

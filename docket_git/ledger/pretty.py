@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable
 from json.encoder import encode_basestring  # the C implementation when available
 
 _INDENTS = ["\n" + "  " * n for n in range(64)]
+#: Dict key -> its escaped text and ": " (records repeat the same twenty keys).
+_HEADS: dict[str, str] = {}
 
 
 def _indent(level: int) -> str:
@@ -67,14 +69,28 @@ def encode(value: object, level: int = 0) -> str:
     if kind is dict:
         if not value:
             return "{}"
-        inner = _indent(level + 1)
         deeper = level + 1
-        parts = [
-            (encode_basestring(k) if type(k) is str else _key(k))
-            + ": "
-            + (encode_basestring(v) if type(v) is str else encode(v, deeper))
-            for k, v in value.items()
-        ]
+        inner = _indent(deeper)
+        heads = _HEADS
+        parts = []
+        append = parts.append
+        for k, v in value.items():  # a record's values, inline: strings, empty lists and flags are most of them
+            head = heads.get(k) if type(k) is str else None
+            if head is None:
+                head = _key(k) + ": "
+                if type(k) is str and len(heads) < 4096:
+                    heads[k] = head
+            of = type(v)
+            if of is str:
+                append(head + encode_basestring(v))
+            elif of is list and not v:
+                append(head + "[]")
+            elif v is False:
+                append(head + "false")
+            elif v is True:
+                append(head + "true")
+            else:
+                append(head + encode(v, deeper))
         return "{" + inner + ("," + inner).join(parts) + _indent(level) + "}"
     if kind is float:
         return _float(value)
