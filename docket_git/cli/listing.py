@@ -13,10 +13,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from docket_git.cli.spec import Command, Opt
 from docket_git.errors import UsageError
+
+TYPE_CHECKING = False  # typing costs every light command ~3 ms at start
+if TYPE_CHECKING:
+    from typing import Any
 
 WHERE_HELP = (
     "Search: words, kind: state: author: branch: scope:PATH after: before: "

@@ -17,9 +17,23 @@ Nothing here imports Typer at module level.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False  # typing and inspect cost every light command ~10 ms; only Typer's path needs inspect
+if TYPE_CHECKING:
+    from typing import Any
+
+
+class _Required:
+    """The default of a positional argument that has none (a sentinel)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED = _Required()
 
 
 class Opt:
@@ -65,7 +79,7 @@ class Arg:
 
     __slots__ = ("default", "dest", "help", "metavar")
 
-    def __init__(self, dest: str, help: str, metavar: str = "", default: Any = inspect.Parameter.empty) -> None:
+    def __init__(self, dest: str, help: str, metavar: str = "", default: Any = REQUIRED) -> None:
         self.dest, self.help, self.default = dest, help, default
         self.metavar = metavar  # "" shows the argument's name
 
@@ -135,7 +149,7 @@ class Command:
         for position, arg_spec in enumerate(self.args):
             if position < len(positional):
                 values[arg_spec.dest] = positional[position]
-            elif arg_spec.default is inspect.Parameter.empty:
+            elif arg_spec.default is REQUIRED:
                 return None
             else:
                 values[arg_spec.dest] = arg_spec.default
@@ -154,13 +168,15 @@ class Command:
 
     def register(self, app: Any, run: Callable[[dict[str, Any]], None]) -> None:
         """Add this command to a Typer app; it calls ``run`` with the same values ``parse`` gives."""
+        import inspect
+
         import typer
 
         params = []
         annotations: dict[str, Any] = {}
         for arg_spec in self.args:
-            default = ... if arg_spec.default is inspect.Parameter.empty else arg_spec.default
-            shown = arg_spec.default is not inspect.Parameter.empty
+            default = ... if arg_spec.default is REQUIRED else arg_spec.default
+            shown = arg_spec.default is not REQUIRED
             info = typer.Argument(default, metavar=arg_spec.metavar or None, help=arg_spec.help, show_default=shown)
             params.append(inspect.Parameter(arg_spec.dest, inspect.Parameter.KEYWORD_ONLY, default=info))
             annotations[arg_spec.dest] = str
