@@ -303,7 +303,7 @@ _scan_once = json.decoder.JSONDecoder().scan_once  # json.loads's own C scanner,
 
 
 def validated(
-    snap: Snapshot, *, start: int = 0, line_no: int = 0, known: Index | None = None, size: int = SLICE
+    snap: Snapshot, *, start: int = 0, line_no: int = 0, known: Index | None = None, size: int | None = None
 ) -> Iterator[tuple[list[dict], list[int]]]:
     """Validate ``snap.data`` from ``start`` on, a slice at a time: (records, the offset just past each).
 
@@ -319,6 +319,7 @@ def validated(
     data, path = snap.data, snap.path
     index = snap.index = known if known is not None else Index()
     total = len(data)
+    size = size or SLICE
     torn = not data.endswith(b"\n")
     scan = _scan_once
     pos = valid_end = start
