@@ -346,9 +346,6 @@ def validated(
             end += len(raw) + 1
             if end > total:
                 end = total  # the last line has no newline
-            if not raw.strip():
-                valid_end = end
-                continue
             record = None
             if texts is not None:
                 text = texts[i]
@@ -360,6 +357,9 @@ def validated(
                     except Exception:  # any doubt: the exact path decides, and reports
                         record = None
             if record is None:
+                if not raw.strip():
+                    valid_end = end
+                    continue
                 try:
                     record = parse_line(raw)
                 except ValueError as exc:
