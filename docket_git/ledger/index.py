@@ -373,7 +373,7 @@ def _update_persistent(ledger: Path, target: Path, data: bytes, stat: tuple, tru
             if trusted is None and _proven(conn, ledger, data):
                 return Index(conn, ledger, target, "current")
             prefix = _prefix(conn, ledger, data, trusted)
-            if prefix[1]:  # some records are kept: update in place
+            if not _afresh(prefix, data):  # update in place
                 return Index(conn, ledger, target, update(conn, ledger, data, stat, trusted, prefix=prefix))
         except sqlite3.DatabaseError:
             pass
@@ -458,7 +458,7 @@ def update(
         shared, kept, lines = prefix if prefix is not None else _prefix(conn, ledger, data, trusted)
         conn.execute("BEGIN IMMEDIATE")
         try:
-            if not kept:
+            if _afresh((shared, kept, lines), data):
                 _clear(conn)
                 _fill(conn, ledger, data, stat)
                 conn.execute("COMMIT")
@@ -488,6 +488,17 @@ def _prefix(conn: sqlite3.Connection, ledger: Path, data: bytes, trusted: tuple 
     if trusted is not None and (meta.get("length"), meta.get("lines")) == (trusted[0], trusted[2]):
         return trusted
     return _shared_prefix(conn, data)
+
+
+#: An update that would validate more new bytes than this builds afresh instead: the build streams
+#: in slices, while an update holds every new record (and the old rows' structure) at once.
+UPDATE_LIMIT = 8 << 20
+
+
+def _afresh(prefix: tuple[int, int, int], data: bytes) -> bool:
+    """True when the index is better built afresh than updated past ``prefix`` (bytes, records, lines kept)."""
+    shared, kept, _ = prefix
+    return not kept or len(data) - shared > UPDATE_LIMIT
 
 
 def _clear(conn: sqlite3.Connection) -> None:
