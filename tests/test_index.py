@@ -263,3 +263,19 @@ def test_an_update_past_the_limit_builds_afresh_in_a_temporary_file(tmp_path: Pa
     assert actual(ix.conn) == expected(path.read_bytes(), records)
     assert not list(target.parent.glob(".*.tmp"))
     ix.close()
+
+
+def test_a_build_killed_midway_leaves_nothing_the_next_build_keeps(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = tmp_path / "repo" / ".docket" / "ledger.jsonl"
+    path.parent.mkdir(parents=True)
+    records = [rec("c1", state="accepted"), rec("d2", depends_on=["c1"])]
+    path.write_bytes(encode(records))
+    target = index.db_path(path)
+    target.parent.mkdir(parents=True)
+    stale = target.with_name(f".{target.name}.99999999.tmp")
+    stale.write_bytes(b"half a database")
+    ix = index.open_index(path)
+    assert ix.how == "rebuilt" and not stale.exists()
+    assert actual(ix.conn) == expected(path.read_bytes(), records)
+    ix.close()

@@ -392,8 +392,9 @@ def _build_file(ledger: Path, target: Path, data: bytes, stat: tuple) -> None:
     ``synchronous=OFF``); it is switched to WAL before the rename, so readers
     never see it half built. On an invalid ledger the old file stays as it was.
     """
+    for stale in target.parent.glob(f".{target.name}.*.tmp"):
+        db.discard(stale)  # a build killed midway (builds run under the index lock: none is running now)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    db.discard(tmp)
     conn = sqlite3.connect(tmp, isolation_level=None)
     try:
         conn.execute("PRAGMA journal_mode=OFF")
