@@ -279,3 +279,18 @@ def test_a_build_killed_midway_leaves_nothing_the_next_build_keeps(tmp_path: Pat
     assert ix.how == "rebuilt" and not stale.exists()
     assert actual(ix.conn) == expected(path.read_bytes(), records)
     ix.close()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(records=ledgers(), slice_bytes=st.sampled_from([1, 300, 2000]))
+def test_a_build_in_small_slices_equals_a_fresh_projection(records: list[dict], slice_bytes: int) -> None:
+    old = store.SLICE
+    store.SLICE = slice_bytes  # many slices: rows wait a slice for later citations, the rest is settled at the end
+    try:
+        with cache_home() as tmp:
+            path = tmp / "repo" / ".docket" / "ledger.jsonl"
+            path.parent.mkdir(parents=True)
+            path.write_bytes(encode(records))
+            assert check(path, records).how == "rebuilt"
+    finally:
+        store.SLICE = old

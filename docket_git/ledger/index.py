@@ -15,9 +15,13 @@ digest of their last block, and digest checkpoints along the file.
   validated (``store.parse``, against the records the index holds) and
   indexed again: an append by another tool, a branch switch, a rebase's
   rewritten tail;
-* a missing, corrupt, locked-out or foreign-version database is rebuilt
-  silently, and a cache directory that cannot be written degrades to an
-  in-memory index with one notice.
+* a missing, corrupt, locked-out or foreign-version database, or one that
+  would have to validate more than ``UPDATE_LIMIT`` new bytes, is built
+  afresh silently: in a temporary file without a journal, one validated
+  slice at a time (``store.validated``: clean lines proven clean in bulk,
+  any doubt left to the exact per-line path), then renamed into place; a
+  cache directory that cannot be written degrades to an in-memory index
+  with one notice.
 
 So the index is also the ledger's validated prefix: ``append`` validates new
 records against it (``known``), ``parse`` validates other bytes that share a
@@ -517,9 +521,11 @@ def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple) -> N
     so memory holds one slice of decoded records plus a small structural
     entry per record, never every record and every row at once. A record's
     derived columns (state, retired_by, applicable, degree) depend on later
-    records: each row goes in as its own line alone would settle it, and once
-    every line is in, ``project.derive`` (the one projection) settles them all
-    and only the rows that differ are updated. Then the checkpoints, the
+    records: a slice's rows wait until the next slice is validated (most
+    citations are of recent records) and go in with the degree and
+    retirement known by then; once every line is in, ``project.derive`` (the
+    one projection) settles them all and only the rows that differ are
+    updated. Then the checkpoints, the
     secondary indexes and the meta rows. Raises ``LedgerError`` at the first
     invalid line, with the exact path's message.
     """
@@ -531,8 +537,12 @@ def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple) -> N
     sha256 = hashlib.sha256
     view = memoryview(data)
     kinds = _SCOPE_KINDS
+    held: list[list] = []  # the previous slice's rows: citations from the next slice are counted first
+    written: list[tuple[int, str]] = []  # (degree, retired_by) each row went in with
+    retired_so_far: dict[str, str] = {}
     for records, ends in store.validated(snap):
-        rows, rels, scopes = [], [], []
+        rows: list[list] = []
+        rels, scopes = [], []
         for record, end in zip(records, ends, strict=True):
             rid, kind, state = record["id"], record["kind"], record["state"]
             stop = end - 1 if data[end - 1] == 10 else end
@@ -545,7 +555,7 @@ def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple) -> N
                 get("supersedes"),
             )
             rows.append(
-                (
+                [
                     seq,
                     rid,
                     kind,
@@ -568,7 +578,7 @@ def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple) -> N
                     _ids(depends_on),
                     _ids(answers),
                     0,
-                )
+                ]
             )
             entry = {"id": rid, "kind": kind, "state": state}
             if supports:
@@ -588,7 +598,9 @@ def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple) -> N
                     degree[target] = degree.get(target, 0) + 1
             if supersedes:
                 entry["supersedes"] = supersedes
-                rels.extend((rid, "supersedes", target, None) for target in supersedes)
+                for target in supersedes:
+                    rels.append((rid, "supersedes", target, None))
+                    retired_so_far[target] = rid
             scope = get("scope")
             if scope:
                 for value in dict.fromkeys(scope):
@@ -600,17 +612,20 @@ def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple) -> N
             record_ends.append(end)
             seq += 1
         del records
-        conn.executemany(_INSERT_RECORD, rows)
+        _flush(conn, held, degree, retired_so_far, written)
+        held = rows
         conn.executemany("INSERT INTO relations VALUES (?, ?, ?, ?)", rels)
         conn.executemany("INSERT INTO scopes VALUES (?, ?, ?)", scopes)
-        del rows, rels, scopes
+        del rels, scopes
+    _flush(conn, held, degree, retired_so_far, written)
+    del held
     derived = project.derive(structure)
     for resolvers in derived.resolved_by.values():
         for rid in resolvers:
             degree[rid] = degree.get(rid, 0) + 1
     conn.executemany(
         "UPDATE records SET state = ?, retired_by = ?, applicable = ?, degree = ? WHERE seq = ?",
-        _settled(structure, derived, degree),
+        _settled(structure, derived, degree, written),
     )
     conn.executemany(
         "INSERT INTO blocked_by VALUES (?, ?, ?)",
@@ -632,7 +647,25 @@ def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple) -> N
 _SCOPE_KINDS: dict[str, str] = {}
 
 
-def _settled(structure: list[dict], derived: project.Derived, degree: dict[str, int]) -> Iterator[tuple]:
+def _flush(
+    conn: sqlite3.Connection,
+    rows: list[list],
+    degree: dict[str, int],
+    retired: dict[str, str],
+    written: list[tuple[int, str]],
+) -> None:
+    """Insert held rows with the degree and retired_by known so far (``written`` notes them, in seq order)."""
+    for row in rows:
+        rid = row[1]
+        row[5] = retired.get(rid, "")
+        row[21] = degree.get(rid, 0)
+        written.append((row[21], row[5]))
+    conn.executemany(_INSERT_RECORD, rows)
+
+
+def _settled(
+    structure: list[dict], derived: project.Derived, degree: dict[str, int], written: list[tuple[int, str]]
+) -> Iterator[tuple]:
     """(state, retired_by, applicable, degree, seq) of each row whose settled columns differ from those ``_fill`` wrote."""
     retired_by, blocked, resolved_by = derived.retired_by, derived.blocked, derived.resolved_by
     for seq, entry in enumerate(structure):
@@ -641,12 +674,15 @@ def _settled(structure: list[dict], derived: project.Derived, degree: dict[str, 
         applicable = None
         if kind == "decision":
             applicable = 0 if blocked[rid] else 1
-            written = 1 if state == "adopted" else 0
         elif kind == "question" and resolved_by.get(rid):
             settled = "resolved"
         retired = retired_by.get(rid, "")
         count = degree.get(rid, 0)
-        if settled != state or retired or count or (kind == "decision" and applicable != written):
+        if (
+            settled != state
+            or (count, retired) != written[seq]
+            or (kind == "decision" and applicable != (1 if state == "adopted" else 0))
+        ):
             yield settled, retired, applicable, count, seq
 
 
