@@ -240,3 +240,57 @@ def test_a_cache_dir_that_cannot_be_written_gives_an_in_memory_index(tmp_path: P
     assert actual(ix.conn) == expected(path.read_bytes(), records)
     _notices.clear()
     assert json.loads(json.dumps(ix.conn.execute("SELECT state FROM records WHERE id='q1'").fetchone())) == ["resolved"]
+
+
+def test_an_update_past_the_limit_builds_afresh_in_a_temporary_file(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(index, "BLOCK", 512)
+    path = tmp_path / "repo" / ".docket" / "ledger.jsonl"
+    path.parent.mkdir(parents=True)
+    records = [rec(f"c{i}", f"premise number {i} " + "x" * 200, state="accepted") for i in range(1, 41)]
+    path.write_bytes(encode(records[:20]))
+    assert index.open_index(path).how == "rebuilt"
+    target = index.db_path(path)
+    first = os.stat(target).st_ino
+    path.write_bytes(encode(records[:30]))
+    assert index.open_index(path).how == "updated"  # in place: the same file
+    assert os.stat(target).st_ino == first
+    monkeypatch.setattr(index, "UPDATE_LIMIT", 1000)
+    path.write_bytes(encode(records))
+    ix = index.open_index(path)
+    assert ix.how == "rebuilt" and ix.path == target
+    assert os.stat(target).st_ino != first  # built beside it and renamed into place
+    assert actual(ix.conn) == expected(path.read_bytes(), records)
+    assert not list(target.parent.glob(".*.tmp"))
+    ix.close()
+
+
+def test_a_build_killed_midway_leaves_nothing_the_next_build_keeps(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = tmp_path / "repo" / ".docket" / "ledger.jsonl"
+    path.parent.mkdir(parents=True)
+    records = [rec("c1", state="accepted"), rec("d2", depends_on=["c1"])]
+    path.write_bytes(encode(records))
+    target = index.db_path(path)
+    target.parent.mkdir(parents=True)
+    stale = target.with_name(f".{target.name}.99999999.tmp")
+    stale.write_bytes(b"half a database")
+    ix = index.open_index(path)
+    assert ix.how == "rebuilt" and not stale.exists()
+    assert actual(ix.conn) == expected(path.read_bytes(), records)
+    ix.close()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(records=ledgers(), slice_bytes=st.sampled_from([1, 300, 2000]))
+def test_a_build_in_small_slices_equals_a_fresh_projection(records: list[dict], slice_bytes: int) -> None:
+    old = store.SLICE
+    store.SLICE = slice_bytes  # many slices: rows wait a slice for later citations, the rest is settled at the end
+    try:
+        with cache_home() as tmp:
+            path = tmp / "repo" / ".docket" / "ledger.jsonl"
+            path.parent.mkdir(parents=True)
+            path.write_bytes(encode(records))
+            assert check(path, records).how == "rebuilt"
+    finally:
+        store.SLICE = old

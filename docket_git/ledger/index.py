@@ -15,9 +15,13 @@ digest of their last block, and digest checkpoints along the file.
   validated (``store.parse``, against the records the index holds) and
   indexed again: an append by another tool, a branch switch, a rebase's
   rewritten tail;
-* a missing, corrupt, locked-out or foreign-version database is rebuilt
-  silently, and a cache directory that cannot be written degrades to an
-  in-memory index with one notice.
+* a missing, corrupt, locked-out or foreign-version database, or one that
+  would have to validate more than ``UPDATE_LIMIT`` new bytes, is built
+  afresh silently: in a temporary file without a journal, one validated
+  slice at a time (``store.validated``: clean lines proven clean in bulk,
+  any doubt left to the exact per-line path), then renamed into place; a
+  cache directory that cannot be written degrades to an in-memory index
+  with one notice.
 
 So the index is also the ledger's validated prefix: ``append`` validates new
 records against it (``known``), ``parse`` validates other bytes that share a
@@ -36,6 +40,7 @@ The schema is documented in docs/sql.md (``docket sql --schema`` prints it).
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import hashlib
 import json
@@ -126,6 +131,9 @@ CREATE INDEX blocked_by_decision ON blocked_by (decision);
 CREATE INDEX resolved_by_question ON resolved_by (question);
 """
 
+#: The tables alone: a build creates the secondary indexes once its rows are in (several times faster).
+TABLES = SCHEMA[: SCHEMA.index("CREATE INDEX")]
+INDEXES = [line for line in SCHEMA.splitlines() if line.startswith("CREATE INDEX")]
 _RECORD_COLUMNS = 22
 _INSERT_RECORD = f"INSERT INTO records VALUES ({', '.join('?' * _RECORD_COLUMNS)})"
 _GLOB = frozenset("*?[]")
@@ -349,26 +357,68 @@ def _open_persistent(target: Path) -> sqlite3.Connection | None:
 
 
 def _update_persistent(ledger: Path, target: Path, data: bytes, stat: tuple, trusted: tuple | None) -> Index:
-    """Under the index's lock: make the file current (a corrupt or foreign one is started afresh)."""
-    try:
-        conn = db.open_wal(target)
-        if not _usable(conn):
+    """Under the index's lock: make the file current.
+
+    An index that shares a prefix with ``data`` is updated in place (one
+    WAL transaction: readers keep the state they began with). One that is
+    missing, corrupt, of another version or shares nothing is built afresh
+    in a temporary file and renamed into place (``_build_file``).
+    """
+    conn: sqlite3.Connection | None = None
+    if os.path.exists(target):
+        try:
+            conn = db.open_wal(target)
+            if not _usable(conn):
+                conn.close()
+                conn = None
+        except sqlite3.DatabaseError:
+            if conn is not None:
+                conn.close()
+            conn = None
+    if conn is not None:
+        try:
+            if trusted is None and _proven(conn, ledger, data):
+                return Index(conn, ledger, target, "current")
+            prefix = _prefix(conn, ledger, data, trusted)
+            if not _afresh(prefix, data):  # update in place
+                return Index(conn, ledger, target, update(conn, ledger, data, stat, trusted, prefix=prefix))
+        except sqlite3.DatabaseError:
+            pass
+        except BaseException:
             conn.close()
-            conn = _fresh(target)
-    except sqlite3.DatabaseError:
-        conn = _fresh(target)
-    try:
-        how = (
-            "current" if trusted is None and _proven(conn, ledger, data) else update(conn, ledger, data, stat, trusted)
-        )
-    except sqlite3.DatabaseError:
+            raise
         conn.close()
-        conn = _fresh(target)
-        how = update(conn, ledger, data, stat)
+    _build_file(ledger, target, data, stat)
+    return Index(db.open_wal(target), ledger, target, "rebuilt")
+
+
+def _build_file(ledger: Path, target: Path, data: bytes, stat: tuple) -> None:
+    """Build the index of ``data`` in a temporary file beside target, then rename it into place.
+
+    A disposable database needs no journal while it is built (``journal_mode=OFF``,
+    ``synchronous=OFF``); it is switched to WAL before the rename, so readers
+    never see it half built. On an invalid ledger the old file stays as it was.
+    """
+    for stale in target.parent.glob(f".{target.name}.*.tmp"):
+        db.discard(stale)  # a build killed midway (builds run under the index lock: none is running now)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    conn = sqlite3.connect(tmp, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=OFF")
+        conn.execute("PRAGMA synchronous=OFF")
+        conn.executescript(TABLES)
+        conn.execute("BEGIN")
+        with jsonl.gc_paused():
+            _fill(conn, ledger, data, stat)
+        conn.execute("COMMIT")
+        conn.execute("PRAGMA journal_mode=WAL")
     except BaseException:
         conn.close()
+        db.discard(tmp)
         raise
-    return Index(conn, ledger, target, how)
+    conn.close()
+    db.discard(target)
+    os.replace(tmp, target)
 
 
 def _fresh(target: Path) -> sqlite3.Connection:
@@ -394,24 +444,33 @@ def _usable(conn: sqlite3.Connection) -> bool:
 # -- updating --------------------------------------------------------------------------------------
 
 
-def update(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple, trusted: tuple | None = None) -> str:
+def update(
+    conn: sqlite3.Connection,
+    ledger: Path,
+    data: bytes,
+    stat: tuple,
+    trusted: tuple | None = None,
+    *,
+    prefix: tuple[int, int, int] | None = None,
+) -> str:
     """Bring conn's tables to ``data``, the ledger's bytes as of ``stat``; "updated" or "rebuilt".
 
     Only the lines past the last checkpoint ``data`` still matches are
     validated and indexed. ``trusted`` is (bytes, records, lines) of a prefix
     the caller proved under the ledger's exclusive lock (its own append):
-    then no checkpoint is hashed. Raises ``LedgerError`` when the new lines
-    do not validate; the tables are then left as they were.
+    then no checkpoint is hashed. ``prefix``: what ``_prefix`` found, when the
+    caller asked already. Raises ``LedgerError`` when the new lines do not
+    validate; the tables are then left as they were.
     """
     with jsonl.gc_paused():
-        meta = _meta(conn)
-        same = meta.get("ledger") == str(ledger.resolve()) and meta.get("schema_version") == SCHEMA_VERSION
-        if trusted is not None and same and (meta.get("length"), meta.get("lines")) == (trusted[0], trusted[2]):
-            shared, kept, lines = trusted
-        else:
-            shared, kept, lines = _shared_prefix(conn, data) if same else (0, 0, 0)
+        shared, kept, lines = prefix if prefix is not None else _prefix(conn, ledger, data, trusted)
         conn.execute("BEGIN IMMEDIATE")
         try:
+            if _afresh((shared, kept, lines), data):
+                _clear(conn)
+                _fill(conn, ledger, data, stat)
+                conn.execute("COMMIT")
+                return "rebuilt"
             total = conn.execute("SELECT count(*) FROM records").fetchone()[0]
             if kept < total:
                 _truncate(conn, kept)
@@ -428,6 +487,208 @@ def update(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple, tru
     return how
 
 
+def _prefix(conn: sqlite3.Connection, ledger: Path, data: bytes, trusted: tuple | None) -> tuple[int, int, int]:
+    """(bytes, records, lines) of what conn indexes that ``data`` still starts with (all zero: nothing)."""
+    meta = _meta(conn)
+    same = meta.get("ledger") == str(ledger.resolve()) and meta.get("schema_version") == SCHEMA_VERSION
+    if not same:
+        return 0, 0, 0
+    if trusted is not None and (meta.get("length"), meta.get("lines")) == (trusted[0], trusted[2]):
+        return trusted
+    return _shared_prefix(conn, data)
+
+
+#: An update that would validate more new bytes than this builds afresh instead: the build streams
+#: in slices, while an update holds every new record (and the old rows' structure) at once.
+UPDATE_LIMIT = 8 << 20
+
+
+def _afresh(prefix: tuple[int, int, int], data: bytes) -> bool:
+    """True when the index is better built afresh than updated past ``prefix`` (bytes, records, lines kept)."""
+    shared, kept, _ = prefix
+    return not kept or len(data) - shared > UPDATE_LIMIT
+
+
+def _clear(conn: sqlite3.Connection) -> None:
+    """Empty every table and drop the secondary indexes (``_fill`` creates them once, at the end)."""
+    for table in ("meta", "checkpoints", "records", "relations", "scopes", "blocked_by", "resolved_by"):
+        conn.execute(f"DELETE FROM {table}")
+    for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL").fetchall():
+        conn.execute(f"DROP INDEX {name}")
+
+
+def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple) -> None:
+    """Index every line of ``data`` into empty tables without secondary indexes, validating as it goes.
+
+    Lines are validated and inserted a slice at a time (``store.validated``),
+    so memory holds one slice of decoded records plus a small structural
+    entry per record, never every record and every row at once. A record's
+    derived columns (state, retired_by, applicable, degree) depend on later
+    records: a slice's rows wait until the next slice is validated (most
+    citations are of recent records) and go in with the degree and
+    retirement known by then; once every line is in, ``project.derive`` (the
+    one projection) settles them all and only the rows that differ are
+    updated. Then the checkpoints, the
+    secondary indexes and the meta rows. Raises ``LedgerError`` at the first
+    invalid line, with the exact path's message.
+    """
+    snap = store.Snapshot(path=ledger, data=data)
+    structure: list[dict] = []
+    degree: dict[str, int] = {}
+    record_ends: list[int] = []
+    seq = 0
+    sha256 = hashlib.sha256
+    view = memoryview(data)
+    kinds = _SCOPE_KINDS
+    held: list[list] = []  # the previous slice's rows: citations from the next slice are counted first
+    written: list[tuple[int, str]] = []  # (degree, retired_by) each row went in with
+    retired_so_far: dict[str, str] = {}
+    for records, ends in store.validated(snap):
+        rows: list[list] = []
+        rels, scopes = [], []
+        for record, end in zip(records, ends, strict=True):
+            rid, kind, state = record["id"], record["kind"], record["state"]
+            stop = end - 1 if data[end - 1] == 10 else end
+            start = data.rfind(b"\n", 0, stop) + 1
+            get = record.get
+            supports, depends_on, answers, supersedes = (
+                get("supports"),
+                get("depends_on"),
+                get("answers"),
+                get("supersedes"),
+            )
+            rows.append(
+                [
+                    seq,
+                    rid,
+                    kind,
+                    state,
+                    state,
+                    "",
+                    (1 if state == "adopted" else 0) if kind == "decision" else None,
+                    1 if get("pinned") else 0,
+                    record["text"],
+                    get("choice") or "",
+                    get("rationale") or "",
+                    record["author"],
+                    record["ts"],
+                    record["session"],
+                    record["branch"],
+                    start,
+                    stop - start,
+                    sha256(view[start:stop]).hexdigest(),
+                    _ids(supersedes),
+                    _ids(depends_on),
+                    _ids(answers),
+                    0,
+                ]
+            )
+            entry = {"id": rid, "kind": kind, "state": state}
+            if supports:
+                for n, group in enumerate(supports):
+                    for target in group:
+                        rels.append((rid, "supports", target, n))
+                        degree[target] = degree.get(target, 0) + 1
+            if depends_on:
+                entry["depends_on"] = depends_on
+                for target in depends_on:
+                    rels.append((rid, "depends_on", target, None))
+                    degree[target] = degree.get(target, 0) + 1
+            if answers:
+                entry["answers"] = answers
+                for target in answers:
+                    rels.append((rid, "answers", target, None))
+                    degree[target] = degree.get(target, 0) + 1
+            if supersedes:
+                entry["supersedes"] = supersedes
+                for target in supersedes:
+                    rels.append((rid, "supersedes", target, None))
+                    retired_so_far[target] = rid
+            scope = get("scope")
+            if scope:
+                for value in dict.fromkeys(scope):
+                    kind_of = kinds.get(value)
+                    if kind_of is None:
+                        kind_of = kinds[value] = scope_kind(value)
+                    scopes.append((rid, value, kind_of))
+            structure.append(entry)
+            record_ends.append(end)
+            seq += 1
+        del records
+        _flush(conn, held, degree, retired_so_far, written)
+        held = rows
+        conn.executemany("INSERT INTO relations VALUES (?, ?, ?, ?)", rels)
+        conn.executemany("INSERT INTO scopes VALUES (?, ?, ?)", scopes)
+        del rels, scopes
+    _flush(conn, held, degree, retired_so_far, written)
+    del held
+    derived = project.derive(structure)
+    for resolvers in derived.resolved_by.values():
+        for rid in resolvers:
+            degree[rid] = degree.get(rid, 0) + 1
+    conn.executemany(
+        "UPDATE records SET state = ?, retired_by = ?, applicable = ?, degree = ? WHERE seq = ?",
+        _settled(structure, derived, degree, written),
+    )
+    conn.executemany(
+        "INSERT INTO blocked_by VALUES (?, ?, ?)",
+        ((rid, b, n) for rid, why in derived.blocked.items() for n, b in enumerate(why)),
+    )
+    conn.executemany(
+        "INSERT INTO resolved_by VALUES (?, ?, ?)",
+        ((q, r, n) for q, who in derived.resolved_by.items() for n, r in enumerate(who)),
+    )
+    length = snap.valid_length
+    conn.executemany("INSERT INTO checkpoints VALUES (?, ?, ?, ?)", _checkpoints(data, 0, 0, 0, length, record_ends))
+    for statement in INDEXES:
+        conn.execute(statement)
+    _write_meta(conn, ledger, stat, data, length, data.count(b"\n", 0, length))
+    conn.execute("INSERT OR REPLACE INTO meta VALUES ('indexed_from', 0)")
+
+
+#: Scope -> its kind, as ``scope_kind`` says (a ledger repeats few distinct scopes many times).
+_SCOPE_KINDS: dict[str, str] = {}
+
+
+def _flush(
+    conn: sqlite3.Connection,
+    rows: list[list],
+    degree: dict[str, int],
+    retired: dict[str, str],
+    written: list[tuple[int, str]],
+) -> None:
+    """Insert held rows with the degree and retired_by known so far (``written`` notes them, in seq order)."""
+    for row in rows:
+        rid = row[1]
+        row[5] = retired.get(rid, "")
+        row[21] = degree.get(rid, 0)
+        written.append((row[21], row[5]))
+    conn.executemany(_INSERT_RECORD, rows)
+
+
+def _settled(
+    structure: list[dict], derived: project.Derived, degree: dict[str, int], written: list[tuple[int, str]]
+) -> Iterator[tuple]:
+    """(state, retired_by, applicable, degree, seq) of each row whose settled columns differ from those ``_fill`` wrote."""
+    retired_by, blocked, resolved_by = derived.retired_by, derived.blocked, derived.resolved_by
+    for seq, entry in enumerate(structure):
+        rid, kind, state = entry["id"], entry["kind"], entry["state"]
+        settled = state
+        applicable = None
+        if kind == "decision":
+            applicable = 0 if blocked[rid] else 1
+        elif kind == "question" and resolved_by.get(rid):
+            settled = "resolved"
+        retired = retired_by.get(rid, "")
+        count = degree.get(rid, 0)
+        if (
+            settled != state
+            or (count, retired) != written[seq]
+            or (kind == "decision" and applicable != (1 if state == "adopted" else 0))
+        ):
+            yield settled, retired, applicable, count, seq
+
+
 def _shared_prefix(conn: sqlite3.Connection, data: bytes) -> tuple[int, int, int]:
     """(bytes, records, lines) of the indexed prefix data still starts with, to the last matching checkpoint."""
     view = memoryview(data)
@@ -441,17 +702,22 @@ def _shared_prefix(conn: sqlite3.Connection, data: bytes) -> tuple[int, int, int
 
 
 def _checkpoints(
-    data: bytes, start: int, records_before: int, lines_before: int, length: int
+    data: bytes, start: int, records_before: int, lines_before: int, length: int, ends: list[int] | None = None
 ) -> Iterator[tuple[int, int, int, str]]:
-    """(end, records before end, newlines before end, digest of the block) from start to length, a block per BLOCK bytes."""
+    """(end, records before end, newlines before end, digest of the block) from start to length, a block per BLOCK bytes.
+
+    ``ends``: the offset just past each record's line from start on, when the caller has them (no line is split again).
+    """
     view = memoryview(data)
     pos = start
     count, lines = records_before, lines_before
     while pos < length:
         nl = data.find(b"\n", min(pos + BLOCK, length) - 1, length)
         end = length if nl < 0 else nl + 1
-        found, _ = jsonl.whole_lines(data, pos, end)
-        count += len(found)
+        if ends is None:
+            count += len(jsonl.whole_lines(data, pos, end)[0])
+        else:
+            count = records_before + bisect.bisect_right(ends, end)
         lines += data.count(b"\n", pos, end)
         yield end, count, lines, hashlib.sha256(view[pos:end]).hexdigest()
         pos = end
@@ -503,20 +769,6 @@ def _apply(
     conn.executemany(
         "INSERT INTO checkpoints VALUES (?, ?, ?, ?)", _checkpoints(data, start, before, before_lines, length)
     )
-    if not kept:
-        # A rebuild fills empty tables: drop their indexes first and build each once at the end
-        # (several times faster than keeping them up to date row by row).
-        for table in ("records", "relations", "scopes", "blocked_by", "resolved_by"):
-            conn.execute(f"DELETE FROM {table}")
-        for (name,) in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
-        ).fetchall():
-            conn.execute(f"DROP INDEX {name}")
-        _settle_all(conn, [], new, found, ends, data)
-        for statement in SCHEMA.splitlines():
-            if statement.startswith("CREATE INDEX"):
-                conn.execute(statement)
-        return "rebuilt"
     if appended_only and not any(r.get("supersedes") for r in new):
         _settle_appended(conn, kept, new, found, ends, data)
     else:

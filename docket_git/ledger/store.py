@@ -19,7 +19,7 @@ from pathlib import Path
 
 from docket_git.errors import LedgerError, NoLedger, notice
 from docket_git.ledger import canonical, jsonl
-from docket_git.ledger.validate import Index, Invalid, check_line, parse_line
+from docket_git.ledger.validate import Index, Invalid, check_line, parse_line, quick_accept
 from docket_git.repo import files, gitio
 
 LEDGER_DIR = ".docket"
@@ -260,19 +260,6 @@ class Snapshot:
         return canonical.sha256(memoryview(self.data)[: self.ends[-1]])
 
 
-def _segments(data: bytes, start: int, first_line: int) -> Iterator[tuple[int, int, bytes]]:
-    """(line number, end offset, bytes) of each line from start on, newline kept in end."""
-    number = first_line
-    pos = start
-    size = len(data)
-    while pos < size:
-        nl = data.find(b"\n", pos)
-        end = size if nl < 0 else nl + 1
-        number += 1
-        yield number, end, data[pos : end if nl < 0 else nl]
-        pos = end
-
-
 gc_paused = jsonl.gc_paused
 
 
@@ -299,42 +286,108 @@ def parse(
 
 def _parse(path: Path, data: bytes, *, records: bool, start: int, line_no: int, known: Index | None) -> Snapshot:
     snap = Snapshot(path=path, data=data)
-    index = snap.index = known if known is not None else Index()
     if records and start:
         prefix_lines, snap.ends = jsonl.whole_lines(data, 0, start)
         parsed = jsonl.decode_many(prefix_lines)
         snap.records = parsed if parsed is not None else [json.loads(x) for x in prefix_lines]
-    valid_end = start
-    for number, end, raw in _segments(data, start, line_no):
-        if not raw.strip():
-            valid_end = end
-            continue
-        try:
-            record = parse_line(raw)
-        except ValueError as exc:
-            if end == len(data) and not data.endswith(b"\n"):
-                snap.torn_line = number
-                notice(
-                    f"{path}: line {number}: skipped a torn final line "
-                    "(no newline, not JSON); the next append removes it"
-                )
-                break
-            raise LedgerError(f"line {number}: {exc}") from None
-        try:
-            check_line(record)
-            index.check(record)
-        except Invalid as exc:
-            raise LedgerError(f"line {number}: {exc.where}: {exc.message}") from None
-        index.add(record, number)
-        if records:
-            snap.records.append(record)
-            snap.ends.append(end)
-        else:
-            snap.tail.append(record)
-            snap.tail_ends.append(end)
-        valid_end = end
-    snap.valid_length = valid_end
+    out, ends = (snap.records, snap.ends) if records else (snap.tail, snap.tail_ends)
+    for found, found_ends in validated(snap, start=start, line_no=line_no, known=known):
+        out.extend(found)
+        ends.extend(found_ends)
     return snap
+
+
+#: Bytes validated per slice (whole lines): a few thousand records, decoded at once and then let go.
+SLICE = 1 << 20
+
+_scan_once = json.decoder.JSONDecoder().scan_once  # json.loads's own C scanner, without its wrapper
+
+
+def validated(
+    snap: Snapshot, *, start: int = 0, line_no: int = 0, known: Index | None = None, size: int | None = None
+) -> Iterator[tuple[list[dict], list[int]]]:
+    """Validate ``snap.data`` from ``start`` on, a slice at a time: (records, the offset just past each).
+
+    Sets ``snap.index`` (``known``, or a new index) as it goes, and
+    ``snap.valid_length`` and ``snap.torn_line`` once the last slice is
+    through. Raises ``LedgerError`` at the first line that does not validate,
+    with the exact path's message: a line is first offered to
+    ``validate.quick_accept`` (decoded by the C scanner from its slice's
+    text), and whatever that cannot prove valid goes through ``parse_line``,
+    ``check_line`` and ``Index.check`` as it always did. Callers that keep
+    only what they need of each slice hold a bounded amount of memory.
+    """
+    data, path = snap.data, snap.path
+    index = snap.index = known if known is not None else Index()
+    total = len(data)
+    size = size or SLICE
+    torn = not data.endswith(b"\n")
+    scan = _scan_once
+    pos = valid_end = start
+    number = line_no
+    while pos < total:
+        nl = data.find(b"\n", min(pos + size, total) - 1)
+        stop = total if nl < 0 else nl + 1
+        chunk = data[pos:stop]
+        raws = chunk.split(b"\n")
+        try:
+            texts: list[str] | None = chunk.decode("utf-8").split("\n")
+        except UnicodeDecodeError:
+            texts = None  # some line is not UTF-8: the exact path says which
+        del chunk
+        if nl >= 0:
+            raws.pop()  # after the slice's last newline
+            if texts is not None:
+                texts.pop()
+        found: list[dict] = []
+        found_ends: list[int] = []
+        end = pos
+        for i, raw in enumerate(raws):
+            number += 1
+            end += len(raw) + 1
+            if end > total:
+                end = total  # the last line has no newline
+            record = None
+            if texts is not None:
+                text = texts[i]
+                if text[:1] == "{":
+                    try:
+                        record, at = scan(text, 0)
+                        if at != len(text) or not quick_accept(record, text, index, number):
+                            record = None
+                    except Exception:  # any doubt: the exact path decides, and reports
+                        record = None
+            if record is None:
+                if not raw.strip():
+                    valid_end = end
+                    continue
+                try:
+                    record = parse_line(raw)
+                except ValueError as exc:
+                    if end == total and torn:
+                        snap.torn_line = number
+                        notice(
+                            f"{path}: line {number}: skipped a torn final line "
+                            "(no newline, not JSON); the next append removes it"
+                        )
+                        snap.valid_length = valid_end
+                        if found:
+                            yield found, found_ends
+                        return
+                    raise LedgerError(f"line {number}: {exc}") from None
+                try:
+                    check_line(record)
+                    index.check(record)
+                except Invalid as exc:
+                    raise LedgerError(f"line {number}: {exc.where}: {exc.message}") from None
+                index.add(record, number)
+            found.append(record)
+            found_ends.append(end)
+            valid_end = end
+        pos = stop
+        if found:
+            yield found, found_ends
+    snap.valid_length = valid_end
 
 
 def read_with_stat(path: Path) -> tuple[tuple[int, int, int, int], bytes] | None:

@@ -8,6 +8,7 @@ exactly what the store caches, so a grown file validates only its new lines).
 from __future__ import annotations
 
 import json
+import operator
 import re
 
 from docket_git.ledger import model
@@ -408,3 +409,207 @@ def check_new(record: dict) -> None:
             "decision rationale must say why the choice won; leave --rationale off "
             "when the choice line already carries the reason",
         )
+
+
+# -- the fast path: proving a clean line clean, in bulk ----------------------------------------------
+#
+# ``quick_accept`` answers one question: would the exact path (``parse_line``'s key count,
+# ``check_line`` and ``Index.check``) accept this decoded line? It answers True only when
+# it can prove so, and then adds the record to the index as ``Index.add`` would; on any
+# doubt it answers False and changes nothing, and the caller runs the exact path, which
+# gives the report. So it never needs to know a message, only the rules.
+
+_REQUIRED_STRINGS = tuple(n for n in model.STRING_FIELDS if n in model.REQUIRED_FIELDS)
+_OPTIONAL_STRINGS = tuple(n for n in model.STRING_FIELDS if n not in model.REQUIRED_FIELDS)
+_DECISION_ONLY = ("choice", "alternatives", "decided_by")
+
+
+def _ids(value: object) -> bool:
+    """A list of non-empty strings (what ``_strings(value, non_empty=True)`` accepts)."""
+    if type(value) is not list:
+        return False
+    for item in value:  # noqa: SIM110 - a loop: all() over a generator costs twice as much here
+        if type(item) is not str or not item:
+            return False
+    return True
+
+
+def _general(record: dict, kind: str, rid: str) -> tuple | None:
+    """check_line's rules for any shape of record (fields missing, legacy...): the relations and key count, or None."""
+    if not model.KNOWN_FIELDS.issuperset(record):
+        return None
+    get = record.get
+    value = get("text")
+    if type(value) is not str or not value or get("state") not in model.STATES[kind]:
+        return None
+    for name in _REQUIRED_STRINGS:
+        if type(get(name)) is not str:
+            return None
+    for name in _OPTIONAL_STRINGS:
+        if type(get(name, "")) is not str:
+            return None
+    if type(get("pinned", False)) is not bool:
+        return None
+    if "scope" in record and not _ids(record["scope"]):
+        return None
+    supports = get("supports")
+    if supports is not None or "supports" in record:
+        if type(supports) is not list:
+            return None
+        for group in supports:
+            if type(group) is not list or not group or not _ids(group):
+                return None
+    depends_on, answers, supersedes = get("depends_on"), get("answers"), get("supersedes")
+    for name, targets in (("depends_on", depends_on), ("answers", answers), ("supersedes", supersedes)):
+        if (targets is not None or name in record) and not _ids(targets):
+            return None
+    keys = len(record)
+    evidence = get("evidence")
+    if evidence is not None or "evidence" in record:
+        if type(evidence) is not list:
+            return None
+        for item in evidence:
+            if type(item) is not dict or not model.EVIDENCE_KEYS.issuperset(item):
+                return None
+            ref = item.get("ref")
+            if type(ref) is not str or not ref:
+                return None
+            if type(item.get("checked_at", "")) is not str or type(item.get("commit", "")) is not str:
+                return None
+            keys += len(item)
+    if kind == "decision":
+        choice = get("choice")
+        if type(choice) is not str or not choice:
+            return None
+        if "alternatives" in record and not _ids(record["alternatives"]):
+            return None
+        if type(get("decided_by", "")) is not str:
+            return None
+    else:
+        for name in _DECISION_ONLY:
+            if name in record:
+                return None
+        if depends_on or (kind == "question" and answers):
+            return None
+    if "legacy" in record:
+        try:
+            _check_legacy(rid, record)
+            keys = _keys(record)
+        except (Invalid, ValueError):
+            return None
+    return supports, depends_on, answers, supersedes, keys
+
+
+#: Every field docket writes for a record of each kind: the shape nearly every line has.
+_CANONICAL = {
+    kind: frozenset(
+        k for k in model.FIELD_ORDER if k not in model.AUDIT_FIELDS and (kind == "decision" or k not in _DECISION_ONLY)
+    )
+    for kind in model.KINDS
+}
+_TEXTS = operator.itemgetter("text", *model.STRING_FIELDS)
+_LISTS = operator.itemgetter("scope", "supports", "depends_on", "answers", "supersedes", "evidence")
+
+
+def _canonical(record: dict, kind: str) -> tuple | None:
+    """check_line's rules for a record holding exactly ``_CANONICAL[kind]``: the relations and key count, or None."""
+    texts = _TEXTS(record)
+    for value in texts:
+        if type(value) is not str:
+            return None
+    if not texts[0] or record["state"] not in model.STATES[kind] or type(record["pinned"]) is not bool:
+        return None
+    scope, supports, depends_on, answers, supersedes, evidence = _LISTS(record)
+    if (
+        type(scope) is not list
+        or type(supports) is not list
+        or type(depends_on) is not list
+        or type(answers) is not list
+        or type(supersedes) is not list
+        or type(evidence) is not list
+    ):
+        return None
+    if (scope and not _ids(scope)) or (depends_on and not _ids(depends_on)) or (answers and not _ids(answers)):
+        return None
+    if supersedes and not _ids(supersedes):
+        return None
+    for group in supports:
+        if type(group) is not list or not group or not _ids(group):
+            return None
+    keys = len(record)
+    for item in evidence:
+        if type(item) is not dict or not model.EVIDENCE_KEYS.issuperset(item):
+            return None
+        ref = item.get("ref")
+        if type(ref) is not str or not ref:
+            return None
+        if type(item.get("checked_at", "")) is not str or type(item.get("commit", "")) is not str:
+            return None
+        keys += len(item)
+    if kind == "decision":
+        choice = record["choice"]
+        if type(choice) is not str or not choice or not _ids(record["alternatives"]):
+            return None
+        if type(record["decided_by"]) is not str:
+            return None
+    elif depends_on or (kind == "question" and answers):
+        return None
+    return supports, depends_on, answers, supersedes, keys
+
+
+def quick_accept(record: object, text: str, index: Index, number: int) -> bool:
+    """True when the exact rules provably accept ``record``, decoded from the line ``text``; it is then added.
+
+    ``record`` must be what ``json.loads(text)`` gives for a line starting with
+    ``{`` (so ``parse_line`` cannot refuse it for its bytes); ``number`` is its
+    line. False means "not proven" (never "invalid"): the exact path decides.
+    """
+    if type(record) is not dict:
+        return False
+    get = record.get
+    schema = get("schema")
+    if type(schema) is not int or schema != model.SCHEMA:
+        return False
+    kind = get("kind")
+    if type(kind) is not str or kind not in model.PREFIX:
+        return False
+    rid = get("id")
+    if type(rid) is not str or model.ID_RE.match(rid) is None or rid[0] != model.PREFIX[kind]:
+        return False
+    seq = int(rid[1:])
+    if seq == 0 or seq <= index.max_seq:
+        return False
+    shape = _canonical(record, kind) if record.keys() == _CANONICAL[kind] else _general(record, kind, rid)
+    if shape is None:
+        return False
+    supports, depends_on, answers, supersedes, keys = shape
+    if keys != text.count('":'):
+        return False  # a field given twice, or a key count the exact path settles
+    # The cross-record rules (Index.check): targets recorded earlier, of the right kinds.
+    lines = index.lines
+    if rid in lines:
+        return False
+    for group in supports or ():
+        for target in group:
+            if target not in lines or target[0] == "q":
+                return False
+    for target in depends_on or ():
+        if target not in lines or target[0] == "q":
+            return False
+    for target in answers or ():
+        if target not in lines or target[0] != "q":
+            return False
+    if supersedes:
+        retired = index.retired
+        for target in supersedes:
+            if target not in lines or target[0] != rid[0] or target in retired:
+                return False
+    # Index.add
+    lines[rid] = number
+    index.max_seq = seq
+    if supersedes:
+        index.retired.update(supersedes)
+        for target in supersedes:
+            index.retired_at[target] = number
+    index.count += 1
+    return True

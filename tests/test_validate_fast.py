@@ -1,0 +1,302 @@
+"""The fast validation path accepts exactly what the exact per-line path accepts, with the same records and report.
+
+``store.validated`` offers each line to ``validate.quick_accept`` (decoded by
+the C scanner from its slice) and sends anything it cannot prove to the exact
+path (``parse_line``, ``check_line``, ``Index.check``). Here valid ledgers are
+mutated line by line (duplicate keys, key order, wrong types, control
+characters, bad IDs, superseded IDs, truncation, stray bytes...) and every
+outcome is compared with a reference that runs the exact path on every line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from docket_git.errors import LedgerError
+from docket_git.ledger import index, model, store, validate
+
+from .conftest import rec
+from .test_context_properties import ledgers
+from .test_outline import cache_home
+
+
+def reference(data: bytes) -> tuple:
+    """What the exact path makes of data: (records, ends, valid length, torn line, index) or the refusal."""
+    known = validate.Index()
+    records: list[dict] = []
+    ends: list[int] = []
+    valid_end = pos = number = 0
+    torn = None
+    while pos < len(data):
+        nl = data.find(b"\n", pos)
+        end = len(data) if nl < 0 else nl + 1
+        raw = data[pos : end if nl < 0 else nl]
+        pos = end
+        number += 1
+        if not raw.strip():
+            valid_end = end
+            continue
+        try:
+            record = validate.parse_line(raw)
+        except ValueError as exc:
+            if end == len(data) and not data.endswith(b"\n"):
+                torn = number
+                break
+            return ("refused", f"line {number}: {exc}")
+        try:
+            validate.check_line(record)
+            known.check(record)
+        except validate.Invalid as exc:
+            return ("refused", f"line {number}: {exc.where}: {exc.message}")
+        known.add(record, number)
+        records.append(record)
+        ends.append(end)
+        valid_end = end
+    return (repr(records), ends, valid_end, torn, _fields(known))
+
+
+def _fields(known: validate.Index) -> tuple:
+    return (known.max_seq, dict(known.lines), set(known.retired), known.count, dict(known.retired_at))
+
+
+def fast(data: bytes, size: int | None) -> tuple:
+    """The same through ``store.validated`` (slices of ``size`` bytes)."""
+    snap = store.Snapshot(path=Path("ledger.jsonl"), data=data)
+    records: list[dict] = []
+    ends: list[int] = []
+    try:
+        for found, found_ends in store.validated(snap, size=size):
+            records.extend(found)
+            ends.extend(found_ends)
+    except LedgerError as exc:
+        return ("refused", str(exc))
+    return (repr(records), ends, snap.valid_length, snap.torn_line, _fields(snap.index))
+
+
+#: Values a field may be set to: right and wrong types, empty and odd strings, IDs good and bad.
+VALUES = st.sampled_from(
+    [
+        None,
+        0,
+        1,
+        2,
+        2.0,
+        True,
+        False,
+        "",
+        " ",
+        "x",
+        "c1",
+        "q2",
+        "d3",
+        "c0",
+        "c01",
+        "C1",
+        "x1",
+        "c1 ",
+        "c" + "9" * 19,
+        "\u0001",
+        "tab\tok",
+        [],
+        [""],
+        ["c1"],
+        ["c1", "c1"],
+        ["q2"],
+        [[]],
+        [["c1"]],
+        [["c1"], ["d3"]],
+        [[""]],
+        ["c1", 1],
+        {},
+        {"ref": "x"},
+        [{"ref": "x"}],
+        [{"ref": ""}],
+        [{"ref": "x", "commit": 1}],
+        [{"ref": "x", "other": "y"}],
+        [{"ref": "x", "checked_at": "t", "commit": "abc"}],
+        [["c1"]],
+        {"source_id": "d1", "raw": {"id": "d1"}, "relation_map": {}},
+    ]
+)
+FIELDS = st.sampled_from([*model.FIELD_ORDER, "unknown", "legacy"])
+MUTATIONS = (
+    "none",
+    "set",
+    "delete",
+    "duplicate-key",
+    "reorder",
+    "raw-control",
+    "escaped-control",
+    "escaped-quote-colon",
+    "key-space",
+    "truncate",
+    "crlf",
+    "conflict",
+    "blank",
+    "leading-space",
+    "not-utf8",
+    "bom",
+    "not-object",
+    "repeat-line",
+    "two-objects",
+    "supersede",
+    "cite",
+    "deep",
+    "no-final-newline",
+    "non-ascii",
+)
+
+
+#: Mutations that edit the decoded record (the others edit bytes).
+STRUCTURAL = frozenset({"set", "delete", "reorder", "supersede", "cite", "deep", "non-ascii"})
+
+
+@st.composite
+def mutated(draw: st.DrawFn) -> bytes:
+    """A valid ledger's lines with a few of them mutated."""
+    records = draw(ledgers())
+    lines = [json.dumps(r, ensure_ascii=draw(st.booleans())).encode() for r in records]
+    final_newline = True
+    for _ in range(draw(st.integers(0, 3))):
+        i = draw(st.integers(0, len(lines) - 1))
+        how = draw(st.sampled_from(MUTATIONS))
+        try:
+            record = json.loads(lines[i])
+        except ValueError:
+            record = None
+        if not isinstance(record, dict):
+            if how in STRUCTURAL:
+                continue  # an earlier mutation left no object to edit
+            record = {}
+        if how == "set":
+            record[draw(FIELDS)] = draw(VALUES)
+            lines[i] = json.dumps(record).encode()
+        elif how == "delete":
+            record.pop(draw(FIELDS), None)
+            lines[i] = json.dumps(record).encode()
+        elif how == "duplicate-key":
+            name = draw(FIELDS)
+            lines[i] = b"{" + json.dumps({name: draw(VALUES)})[1:-1].encode() + b", " + lines[i][1:]
+        elif how == "reorder":
+            lines[i] = json.dumps(dict(reversed(list(record.items())))).encode()
+        elif how == "raw-control":
+            lines[i] = lines[i].replace(b'"text": "', b'"text": "\x01', 1)
+        elif how == "escaped-control":
+            lines[i] = lines[i].replace(b'"text": "', b'"text": "\\u0000', 1)
+        elif how == "escaped-quote-colon":
+            lines[i] = lines[i].replace(b'"text": "', b'"text": "\\":', 1)
+        elif how == "key-space":
+            lines[i] = lines[i].replace(b'": ', b'" : ', draw(st.integers(1, 3)))
+        elif how == "truncate":
+            lines[i] = lines[i][: draw(st.integers(0, max(0, len(lines[i]) - 1)))]
+        elif how == "crlf":
+            lines[i] += b"\r"
+        elif how == "conflict":
+            lines.insert(i, draw(st.sampled_from([b"<<<<<<< HEAD", b"=======", b">>>>>>> theirs", b"||||||| base"])))
+        elif how == "blank":
+            lines.insert(i, draw(st.sampled_from([b"", b"  ", b"\t", b"\x0c"])))
+        elif how == "leading-space":
+            lines[i] = b" " + lines[i] + draw(st.sampled_from([b"", b" "]))
+        elif how == "not-utf8":
+            lines[i] = lines[i].replace(b'"text": "', b'"text": "\xff\xfe', 1)
+        elif how == "bom":
+            lines[i] = b"\xef\xbb\xbf" + lines[i]
+        elif how == "not-object":
+            lines[i] = draw(st.sampled_from([b"[]", b"1", b'"x"', b"null", b"{}", b"[" + lines[i] + b"]"]))
+        elif how == "repeat-line":
+            lines.insert(i, lines[i])
+        elif how == "two-objects":
+            lines[i] = lines[i] + b", " + lines[i]
+        elif how == "supersede":
+            earlier = [r["id"] for r in records[:i]] or ["c1"]
+            record["supersedes"] = draw(st.lists(st.sampled_from(earlier), min_size=1, max_size=2))
+            lines[i] = json.dumps(record).encode()
+        elif how == "cite":
+            ids = [r["id"] for r in records] + ["c999", record["id"]]
+            name = draw(st.sampled_from(["supports", "depends_on", "answers"]))
+            targets = draw(st.lists(st.sampled_from(ids), min_size=1, max_size=2))
+            record[name] = [targets] if name == "supports" else targets
+            lines[i] = json.dumps(record).encode()
+        elif how == "deep":
+            depth = draw(st.integers(1, 40))
+            record["legacy"] = {
+                "source_id": "d1",
+                "raw": {"id": "d1", "x": json.loads("[" * depth + "]" * depth)},
+                "relation_map": {
+                    **{k: [] for k in validate.LEGACY_SOURCE_KEYS},
+                    **{f"mapped_{r}": record.get(r, []) for r in model.RELATIONS},
+                    "overrides": {},
+                },
+            }
+            lines[i] = json.dumps(record).encode()
+        elif how == "no-final-newline":
+            final_newline = False
+        elif how == "non-ascii":
+            record["text"] = "Ünïcode 長い " + str(record.get("text"))
+            lines[i] = json.dumps(record, ensure_ascii=False).encode()
+    data = b"\n".join(lines)
+    return data + b"\n" if final_newline else data
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=mutated(), size=st.sampled_from([None, 1, 200, 2000]))
+def test_the_fast_path_accepts_exactly_what_the_exact_path_accepts(data: bytes, size: int | None) -> None:
+    assert fast(data, size) == reference(data)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=mutated())
+def test_a_cold_build_refuses_and_accepts_as_the_exact_path_does(data: bytes) -> None:
+    expected = reference(data)
+    with cache_home() as tmp:
+        path = tmp / "repo" / ".docket" / "ledger.jsonl"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(data)
+        try:
+            ix = index.open_index(path)
+        except LedgerError as exc:
+            assert expected == ("refused", str(exc))
+            return
+        try:
+            assert expected[0] != "refused"
+            assert ix.how == "rebuilt"
+            assert ix.count() == expected[4][3]
+            rows = ix.conn.execute("SELECT line_offset + line_length + 1 FROM records ORDER BY seq").fetchall()
+            assert [min(end, len(data)) for (end,) in rows] == expected[1]
+        finally:
+            ix.close()
+
+
+def test_a_legacy_record_takes_the_fast_path_when_it_is_valid() -> None:
+    record = rec("d1")
+    record["legacy"] = {
+        "source_id": "d7",
+        "raw": {"id": "d7", "nested": {"a": [1, {"b": 2}]}},
+        "relation_map": {
+            **{k: [] for k in validate.LEGACY_SOURCE_KEYS},
+            **{f"mapped_{r}": [] for r in model.RELATIONS},
+            "overrides": {},
+        },
+    }
+    text = json.dumps(record)
+    known = validate.Index()
+    assert validate.quick_accept(json.loads(text), text, known, 1)
+    assert known.lines == {"d1": 1} and known.max_seq == 1 and known.count == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"schema": 2, "schema": 2}',  # a field given twice
+        json.dumps({**rec("c1"), "text": 'has \\": inside'}),  # more '":' than keys: the exact path counts again
+    ],
+)
+def test_quick_accept_leaves_doubtful_lines_to_the_exact_path(text: str) -> None:
+    known = validate.Index()
+    assert not validate.quick_accept(json.loads(text), text, known, 1)
+    assert known.count == 0 and not known.lines
