@@ -11,6 +11,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from docket_git.context.config import defaults
 from docket_git.context.outline import Outline
 from docket_git.ledger import canonical, index
 
@@ -37,20 +38,34 @@ def facts(o: Outline) -> dict:
         return out
 
     return {
-        "ids": o.ids,
-        "pos": o.pos,
-        "live": o.live,
-        "current": o.current,
-        "retired_by": d.retired_by,
+        "ids": list(ids),
+        "counts": (len(ids), len(o.live), len(o.current), o.retired_count()),
+        "pos": dict(o.pos),
+        "pos_each": {rid: o.pos[rid] for rid in ids},
+        "live": list(o.live),
+        "current": set(o.current),
+        "current_each": {rid for rid in ids if rid in o.current},
+        "retired_by": dict(d.retired_by),
+        "retired_each": {rid: d.retired_by.get(rid) for rid in ids},
         "blocked": {rid: list(d.blocked[rid]) for rid in ids if rid[0] == "d"},
         "resolved_by": by_key(d.resolved_by, ids),
-        "degrees": o.degrees,
+        "degrees": dict(o.degrees),
+        "degrees_each": {rid: o.degrees.get(rid, 0) for rid in ids},
         "incoming": by_key(o.incoming, ids),
-        "pinned": o.pinned,
+        "pinned": set(o.pinned),
         "scopes": {scope: list(o.scopes[scope]) for scope in o.scopes if o.scopes[scope]},
         "depends": by_key(o.depends, ids),
         "records": {rid: o.records[rid] for rid in o.ids},
+        # The ranking's task-free order and coverage's prerequisite closure (SQL when from the index).
+        "base_order": list(o.base_order(WEIGHTS, max(1, len(ids) - 1))),
+        "base_order_other": list(o.base_order(OTHER_WEIGHTS, max(1, len(ids) - 1))),
+        "closure": o.closure([rid for rid in list(ids)[::2] if rid in o.current]),
     }
+
+
+WEIGHTS = defaults()["weights"]
+#: Weights under which degree saturates early and pins and recency weigh differently.
+OTHER_WEIGHTS = {**WEIGHTS, "recency": 1000, "degree": 7, "degree_cap": 2, "pinned": 3}
 
 
 def encode(records: list[dict], blanks: set[int]) -> bytes:

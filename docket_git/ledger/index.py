@@ -51,7 +51,7 @@ from docket_git.ledger.validate import Index as Known
 from docket_git.repo import files
 
 #: Bump when the tables or what fills them change: an index of another version is rebuilt.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: Checkpoints fall on the first line end at or after every BLOCK bytes.
 BLOCK = 1 << 16
 #: The proof of currency hashes this many bytes at the end of the indexed ledger.
@@ -119,6 +119,7 @@ CREATE TABLE resolved_by (
 );
 CREATE INDEX records_kind ON records (kind, state);
 CREATE INDEX records_outline ON records (seq, id, retired_by, degree, pinned);
+CREATE INDEX records_rank ON records (retired_by, pinned, degree, seq, id);
 CREATE INDEX relations_source ON relations (source);
 CREATE INDEX relations_target ON relations (target);
 CREATE INDEX scopes_record ON scopes (record);
