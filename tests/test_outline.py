@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from docket_git.context.config import defaults
 from docket_git.context.outline import Outline
+from docket_git.context.scope import matched_scopes
 from docket_git.ledger import canonical, index
 
 from .ctx import brief
@@ -60,7 +61,16 @@ def facts(o: Outline) -> dict:
         "base_order": list(o.base_order(WEIGHTS, max(1, len(ids) - 1))),
         "base_order_other": list(o.base_order(OTHER_WEIGHTS, max(1, len(ids) - 1))),
         "closure": o.closure([rid for rid in list(ids)[::2] if rid in o.current]),
+        "scope_hits": sorted(o.scope_hits(matched_scopes(o.scopes, TASK_FILES, WEIGHTS, RENAMES))),
     }
+
+
+#: Task files for scope_hits: paths under the generated scopes, and the renamed targets below.
+TASK_FILES = ["src/a.py", "lib/x.py", "docs/guide.md", "renamed/y.py"]
+
+
+#: Scopes renamed to a task file (so some hits come through a rename, some only without one).
+RENAMES = {"src/b.py": "renamed/y.py", "src/a.py": "renamed/y.py", "billing": "renamed/y.py"}
 
 
 WEIGHTS = defaults()["weights"]

@@ -197,7 +197,7 @@ class _Scopes(Mapping[str, list[str]]):
 #: The current records carrying a scope string, with their facts.
 _HOLDERS = (
     "SELECT r.seq, r.id, r.degree, r.pinned FROM scopes s JOIN records r ON r.id = s.record"
-    " WHERE s.scope = ? AND r.retired_by = ''"
+    " WHERE s.scope = ? AND +r.retired_by = ''"
 )
 
 
@@ -238,6 +238,7 @@ class Outline:
         self.current: AbstractSet[str] = self.pos.keys() - retired.keys()
         #: Current records in file order.
         self.live: Sequence[str] = [rid for rid in ids if rid not in retired] if retired else list(ids)
+        self._hits: dict[tuple, list[HitRow]] = {}
 
     @classmethod
     def build(cls, records: list[dict]) -> Outline:
@@ -326,6 +327,38 @@ class Outline:
             targets.add(rid)
             stack.extend(depends.get(rid, ()))
         return targets
+
+    def scope_hits(self, matched: Mapping[str, tuple[int, bool]]) -> list[HitRow]:
+        """(ID, position, degree, pinned, scope points, via rename) of each current record a matched scope holds.
+
+        ``matched``: scope string -> (strength, matched through a rename),
+        from ``scope.matched_scopes``. A record's points are its best scope's;
+        it is "via rename" when a renamed scope gave it that best.
+        """
+        key = tuple(sorted(matched.items()))
+        rows = self._hits.get(key)
+        if rows is None:
+            rows = self._hits[key] = self._scope_hits(matched) if matched else []
+        return rows
+
+    def _scope_hits(self, matched: Mapping[str, tuple[int, bool]]) -> list[HitRow]:
+        best: dict[str, int] = {}
+        renamed: dict[str, int] = {}
+        for raw, (value, through) in matched.items():
+            for rid in self.scopes.get(raw) or ():
+                if through:
+                    renamed[rid] = max(renamed.get(rid, 0), value)
+                if best.get(rid, 0) < value:
+                    best[rid] = value
+        pos, degrees, pinned = self.pos, self.degrees, self.pinned
+        return [
+            (rid, pos[rid], degrees.get(rid, 0), int(rid in pinned), value, renamed.get(rid) == value)
+            for rid, value in best.items()
+        ]
+
+
+#: A task hit's row: ID, position, degree, pinned (0/1), scope points, matched via a rename.
+HitRow = tuple[str, int, int, int, int, bool]
 
 
 class _Facts:
@@ -476,6 +509,7 @@ class IndexedOutline(Outline):
         self.depends = _Lazy(_query_depends(conn))
         self.records = Lines(ix, self.pos)  # type: ignore[arg-type]
         self._live: _IdList | None = None
+        self._hits: dict[tuple, list[HitRow]] = {}
 
     @property  # type: ignore[override]
     def live(self) -> Sequence[str]:  # type: ignore[override]
@@ -501,33 +535,58 @@ class IndexedOutline(Outline):
                 yield ((w_recency * seq // span + add) << 40) | seq, rid
 
         streams = []
-        last = (-1, -1)
-        while True:  # the distinct (pinned, degree) pairs of current records, one index probe each
-            found = conn.execute(_NEXT_STRATUM, last).fetchone()
-            if found is None:
-                break
-            last = found
-            streams.append(stratum(*found))
+        step = conn.execute
+        pinned = step(_NEXT_PINNED, (-1,)).fetchone()[0]
+        while pinned is not None:  # the distinct (pinned, degree) pairs of current records, one index probe each
+            degree = step(_NEXT_DEGREE, (pinned, -1)).fetchone()[0]
+            while degree is not None:
+                streams.append(stratum(pinned, degree))
+                degree = step(_NEXT_DEGREE, (pinned, degree)).fetchone()[0]
+            pinned = step(_NEXT_PINNED, (pinned,)).fetchone()[0]
         return heapq.merge(*streams, reverse=True)
 
     def closure(self, hits: Iterable[str]) -> set[str]:
-        rows = self._facts.conn.execute(_CLOSURE, (json.dumps(list(hits)),))
-        return {rid for (rid,) in rows}
+        targets = set(hits)
+        frontier = list(targets)
+        step = self._facts.conn.execute
+        while frontier:  # one query per level of prerequisites
+            found = dict.fromkeys(rid for (rid,) in step(_PREREQUISITES, (json.dumps(frontier),)) if rid not in targets)
+            frontier = list(found)
+            targets.update(frontier)
+        return targets
+
+    def _scope_hits(self, matched: Mapping[str, tuple[int, bool]]) -> list[HitRow]:
+        found = self._facts.conn.execute(_SCOPE_HITS, (json.dumps([[k, v, int(r)] for k, (v, r) in matched.items()]),))
+        rows = self._facts.rows
+        out: list[HitRow] = []
+        for rid, seq, degree, pinned, value, renamed in found:
+            out.append((rid, seq, degree, pinned, value, renamed == value))
+            if rid not in rows:
+                rows[rid] = (seq, "", degree, pinned)
+        return out
 
 
 _STRATUM = (
     "SELECT seq, id FROM records INDEXED BY records_rank"
     " WHERE retired_by = '' AND pinned = ? AND degree = ? ORDER BY seq DESC"
 )
-_NEXT_STRATUM = (
-    "SELECT pinned, degree FROM records INDEXED BY records_rank"
-    " WHERE retired_by = '' AND (pinned, degree) > (?, ?) ORDER BY pinned, degree LIMIT 1"
+_NEXT_PINNED = "SELECT min(pinned) FROM records INDEXED BY records_rank WHERE retired_by = '' AND pinned > ?"
+_NEXT_DEGREE = (
+    "SELECT min(degree) FROM records INDEXED BY records_rank WHERE retired_by = '' AND pinned = ? AND degree > ?"
 )
-#: Task matches and, transitively, their current prerequisites.
-_CLOSURE = (
-    "WITH RECURSIVE t(id) AS (SELECT value FROM json_each(?1) UNION"
-    " SELECT r.target FROM t JOIN relations r ON r.source = t.id AND r.type = 'depends_on'"
-    " JOIN records c ON c.id = r.target AND c.retired_by = '') SELECT id FROM t"
+#: The current prerequisites (depends_on) of the records in a JSON array.
+_PREREQUISITES = (
+    "SELECT r.target FROM relations r INDEXED BY relations_depends"
+    " JOIN records c ON c.id = r.target AND +c.retired_by = ''"
+    " WHERE r.type = 'depends_on' AND r.source IN (SELECT value FROM json_each(?1))"
+)
+#: The current records a matched scope holds (scope, strength, via rename: a JSON array of triples), best match each.
+_SCOPE_HITS = (
+    "WITH m(scope, strength, renamed) AS (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'),"
+    " json_extract(value, '$[2]') FROM json_each(?1))"
+    " SELECT r.id, r.seq, r.degree, r.pinned, max(m.strength), max(m.strength * m.renamed)"
+    " FROM m JOIN scopes s ON s.scope = m.scope JOIN records r ON r.id = s.record"
+    " WHERE +r.retired_by = '' GROUP BY r.id"
 )
 
 
@@ -576,7 +635,7 @@ def _query_incoming(conn: sqlite3.Connection) -> Callable[[str], list[str] | Non
 
     def fetch(rid: str) -> list[str] | None:
         rows = conn.execute(
-            "SELECT s.id FROM records s WHERE s.retired_by = '' AND ("
+            "SELECT s.id FROM records s WHERE +s.retired_by = '' AND ("
             " s.id IN (SELECT source FROM relations WHERE target = ?1 AND type != 'supersedes')"
             " OR s.id IN (SELECT question FROM resolved_by WHERE resolver = ?1)"
             ") ORDER BY s.seq",

@@ -141,9 +141,12 @@ class Scoring:
         self.outline = outline
         #: Record ID -> its 0-based position in the whole history.
         self.position: Mapping[str, int] = outline.pos
+        matched = scoping.matched_scopes(outline.scopes, files or [], weights, renames)
+        rows = outline.scope_hits(matched)
+        #: Current record -> its scope points, for the records a task file matched.
+        self.scope: dict[str, int] = {row[0]: row[4] for row in rows}
         #: Records whose scope matched only through a renamed path.
-        self.renamed: set[str] = set()
-        self.scope = scoping.scope_points(outline.scopes, files or [], weights, renames, self.renamed)
+        self.renamed: set[str] = {row[0] for row in rows if row[5]}
         if query.strip():
             self.points = record_points(outline.many(list(outline.live)), query)
         else:
@@ -163,6 +166,22 @@ class Scoring:
         #: Record ID -> total score, for every current record (computed when asked for).
         self.totals: Mapping[str, int] = _Totals(self, outline.current)
         self._parts: dict[str, Score] = {}
+        #: Ranking keys of the scope hits, computed in one pass from their rows.
+        self._keys: dict[str, int] = {}
+        w_recency, span, w_degree, cap, w_pinned = (
+            weights["recency"],
+            self.span,
+            weights["degree"],
+            weights["degree_cap"],
+            weights["pinned"],
+        )
+        known, keys = self.totals._known, self._keys  # type: ignore[attr-defined]
+        for rid, seq, degree, pinned, _, _ in rows:
+            total = w_recency * seq // span + w_degree * min(degree, cap) + boost[rid]
+            if pinned:
+                total += w_pinned
+            known[rid] = total
+            keys[rid] = (total << 40) | seq
 
     def total(self, rid: str) -> int:
         """A current record's total score."""
@@ -176,7 +195,8 @@ class Scoring:
 
     def key(self, rid: str) -> int:
         """The ranking key of a current record: higher score first, then newer first."""
-        return (self.totals[rid] << 40) | self.position[rid]
+        key = self._keys.get(rid)
+        return (self.totals[rid] << 40) | self.position[rid] if key is None else key
 
     def ranking(self) -> Ranking:
         """Every current record, best first (descending score, then newer first), produced as read."""

@@ -122,6 +122,7 @@ CREATE INDEX records_outline ON records (seq, id, retired_by, degree, pinned);
 CREATE INDEX records_rank ON records (retired_by, pinned, degree, seq, id);
 CREATE INDEX relations_source ON relations (source);
 CREATE INDEX relations_target ON relations (target);
+CREATE INDEX relations_depends ON relations (source, target) WHERE type = 'depends_on';
 CREATE INDEX scopes_record ON scopes (record);
 CREATE INDEX scopes_scope ON scopes (scope, record);
 CREATE INDEX blocked_by_decision ON blocked_by (decision);
