@@ -377,7 +377,9 @@ class _Facts:
             pass
         if not isinstance(rid, str):
             return None
-        row = self.conn.execute("SELECT seq, retired_by, degree, pinned FROM records WHERE id = ?", (rid,)).fetchone()
+        row = self.conn.execute(
+            "SELECT seq, retired_by, degree, pinned FROM records INDEXED BY records_facts WHERE id = ?", (rid,)
+        ).fetchone()
         self.rows[rid] = row
         return row
 
@@ -577,7 +579,7 @@ _NEXT_DEGREE = (
 #: The current prerequisites (depends_on) of the records in a JSON array.
 _PREREQUISITES = (
     "SELECT r.target FROM relations r INDEXED BY relations_depends"
-    " JOIN records c ON c.id = r.target AND +c.retired_by = ''"
+    " JOIN records c INDEXED BY records_facts ON c.id = r.target AND +c.retired_by = ''"
     " WHERE r.type = 'depends_on' AND r.source IN (SELECT value FROM json_each(?1))"
 )
 #: The current records a matched scope holds (scope, strength, via rename: a JSON array of triples), best match each.
@@ -585,7 +587,7 @@ _SCOPE_HITS = (
     "WITH m(scope, strength, renamed) AS (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'),"
     " json_extract(value, '$[2]') FROM json_each(?1))"
     " SELECT r.id, r.seq, r.degree, r.pinned, max(m.strength), max(m.strength * m.renamed)"
-    " FROM m JOIN scopes s ON s.scope = m.scope JOIN records r ON r.id = s.record"
+    " FROM m JOIN scopes s ON s.scope = m.scope JOIN records r INDEXED BY records_facts ON r.id = s.record"
     " WHERE +r.retired_by = '' GROUP BY r.id"
 )
 
@@ -635,9 +637,9 @@ def _query_incoming(conn: sqlite3.Connection) -> Callable[[str], list[str] | Non
 
     def fetch(rid: str) -> list[str] | None:
         rows = conn.execute(
-            "SELECT s.id FROM records s WHERE +s.retired_by = '' AND ("
-            " s.id IN (SELECT source FROM relations WHERE target = ?1 AND type != 'supersedes')"
-            " OR s.id IN (SELECT question FROM resolved_by WHERE resolver = ?1)"
+            "SELECT s.id FROM records s INDEXED BY records_facts WHERE +s.retired_by = '' AND s.id IN ("
+            " SELECT source FROM relations WHERE target = ?1 AND type != 'supersedes'"
+            " UNION SELECT question FROM resolved_by WHERE resolver = ?1"
             ") ORDER BY s.seq",
             (rid,),
         )

@@ -24,7 +24,7 @@ the soft target. Blocks are never cut; lengths are exact.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 
@@ -41,6 +41,8 @@ MAX_CHAINS = 8
 MAX_CHAIN_STEPS = 32
 #: Consecutive roots that do not fit after which admission of roots stops.
 MAX_ROOT_MISSES = 64
+#: Roots whose records are read ahead in one go.
+PREFETCH = 32
 
 #: The forms of the index tier an admission is measured with, richest first: lines at score-scaled
 #: detail, the window's bare IDs, the count line alone (``# index: N more; docket list``), and
@@ -249,6 +251,8 @@ class _Selector:
     def _fill_window(self) -> None:
         order, admitted = self.order, self.admitted
         while len(self.window) < self.max_lines and self.scan < len(order):
+            if self.scan % PREFETCH == 0:  # window lines are measured: read their records together
+                self.outline.many(list(order[self.scan : self.scan + PREFETCH]))
             rid = order[self.scan]
             self.scan += 1
             if rid not in admitted:
@@ -478,9 +482,9 @@ class _Selector:
             inherited = score * num // den
             if inherited < self.floor:
                 return
-            for n in self._neighbours(parent):
-                if n in self.admitted or n in tried:
-                    continue
+            fresh = [n for n in self._neighbours(parent) if n not in self.admitted and n not in tried]
+            self.outline.many(fresh)  # their blocks are weighed when popped: read their lines together
+            for n in fresh:
                 own = self.scores.totals.get(n)
                 eff = inherited if own is None else min(own, inherited)
                 heapq.heappush(heap, (-eff, -self.pos[n], n, parent))
@@ -498,11 +502,19 @@ class _Selector:
             if self.admit(entry, self.gate(mandatory=False)) and not entry.historical:
                 push(rid, -neg)
 
+    def _ahead(self, rids: Sequence[str]) -> Iterator[str]:
+        """rids in order, their records read ahead PREFETCH at a time (lines decoded together)."""
+        many = self.outline.many
+        for i, rid in enumerate(rids):
+            if i % PREFETCH == 0:
+                many(list(rids[i : i + PREFETCH]))
+            yield rid
+
     def run(self) -> str:
         """Admit records in order, then lay the briefing out."""
         label, mandatory = self.root_label, self.root_mandatory
         misses = 0
-        for rid in self.roots:
+        for rid in self._ahead(self.roots):
             # Roots come in score order, so once one outside the index window cannot fit, none can.
             if self._exhausted(rid, self.gate(mandatory=mandatory, root=True)):
                 break
@@ -517,8 +529,8 @@ class _Selector:
         self.expand(list(self.entries))
         if self.task and self.hits:
             hits = self.scores.hits
-            for rid in self.pins:
-                if rid not in hits and rid not in self.admitted:
+            for rid in self._ahead([rid for rid in self.pins if rid not in hits]):
+                if rid not in self.admitted:
                     start = len(self.entries)
                     if self._root(rid, "fallback pin", mandatory=False, root=False):
                         self.expand(self.entries[start:])
