@@ -61,7 +61,10 @@ def facts(o: Outline) -> dict:
         "base_order": list(o.base_order(WEIGHTS, max(1, len(ids) - 1))),
         "base_order_other": list(o.base_order(OTHER_WEIGHTS, max(1, len(ids) - 1))),
         "closure": o.closure([rid for rid in list(ids)[::2] if rid in o.current]),
-        "scope_hits": sorted(o.scope_hits(matched_scopes(o.scopes, TASK_FILES, WEIGHTS, RENAMES))),
+        "scope_hits": [
+            o.scope_hits(matched_scopes(o.scopes, TASK_FILES, weights, RENAMES), weights, max(1, len(ids) - 1))
+            for weights in (WEIGHTS, OTHER_WEIGHTS)
+        ],
     }
 
 

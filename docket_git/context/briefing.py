@@ -189,7 +189,11 @@ def _brief(
     if (
         guessed
         and scoped
-        and not ledger_outline.scope_hits(scope.matched_scopes(ledger_outline.scopes, scoped, settings["weights"]))
+        and not ledger_outline.scope_hits(
+            scope.matched_scopes(ledger_outline.scopes, scoped, settings["weights"]),
+            settings["weights"],
+            max(1, len(ledger_outline.ids) - 1),
+        )
     ):
         # Auto-scope only guesses at the task (right after `docket init` its guess is
         # .gitattributes); a guess no record's scope matches would leave the briefing with

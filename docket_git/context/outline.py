@@ -328,20 +328,26 @@ class Outline:
             stack.extend(depends.get(rid, ()))
         return targets
 
-    def scope_hits(self, matched: Mapping[str, tuple[int, bool]]) -> list[HitRow]:
-        """(ID, position, degree, pinned, scope points, via rename) of each current record a matched scope holds.
+    def scope_hits(
+        self, matched: Mapping[str, tuple[int, bool]], weights: Mapping[str, int], span: int
+    ) -> list[HitRow]:
+        """The current records a matched scope holds, best first: (ID, position, scope points, via rename, key).
 
         ``matched``: scope string -> (strength, matched through a rename),
         from ``scope.matched_scopes``. A record's points are its best scope's;
-        it is "via rename" when a renamed scope gave it that best.
+        it is "via rename" when a renamed scope gave it that best. ``key`` is
+        the ranking key with these points: ``(base + points) << 40 | position``
+        (see ``base_order``), so rows come in ranking order.
         """
-        key = tuple(sorted(matched.items()))
-        rows = self._hits.get(key)
+        memo = (tuple(sorted(matched.items())), tuple(sorted(weights.items())), span)
+        rows = self._hits.get(memo)
         if rows is None:
-            rows = self._hits[key] = self._scope_hits(matched) if matched else []
+            rows = self._hits[memo] = self._scope_hits(matched, weights, span) if matched else []
         return rows
 
-    def _scope_hits(self, matched: Mapping[str, tuple[int, bool]]) -> list[HitRow]:
+    def _scope_hits(
+        self, matched: Mapping[str, tuple[int, bool]], weights: Mapping[str, int], span: int
+    ) -> list[HitRow]:
         best: dict[str, int] = {}
         renamed: dict[str, int] = {}
         for raw, (value, through) in matched.items():
@@ -351,14 +357,25 @@ class Outline:
                 if best.get(rid, 0) < value:
                     best[rid] = value
         pos, degrees, pinned = self.pos, self.degrees, self.pinned
-        return [
-            (rid, pos[rid], degrees.get(rid, 0), int(rid in pinned), value, renamed.get(rid) == value)
-            for rid, value in best.items()
-        ]
+        w_recency, w_degree, cap, w_pinned = (
+            weights["recency"],
+            weights["degree"],
+            weights["degree_cap"],
+            weights["pinned"],
+        )
+        rows = []
+        for rid, value in best.items():
+            i = pos[rid]
+            total = w_recency * i // span + w_degree * min(degrees.get(rid, 0), cap) + value
+            if rid in pinned:
+                total += w_pinned
+            rows.append((rid, i, value, renamed.get(rid) == value, (total << 40) | i))
+        rows.sort(key=lambda row: row[4], reverse=True)
+        return rows
 
 
-#: A task hit's row: ID, position, degree, pinned (0/1), scope points, matched via a rename.
-HitRow = tuple[str, int, int, int, int, bool]
+#: A task hit's row: ID, position, scope points, matched via a rename, ranking key.
+HitRow = tuple[str, int, int, bool, int]
 
 
 class _Facts:
@@ -557,15 +574,15 @@ class IndexedOutline(Outline):
             targets.update(frontier)
         return targets
 
-    def _scope_hits(self, matched: Mapping[str, tuple[int, bool]]) -> list[HitRow]:
-        found = self._facts.conn.execute(_SCOPE_HITS, (json.dumps([[k, v, int(r)] for k, (v, r) in matched.items()]),))
-        rows = self._facts.rows
-        out: list[HitRow] = []
-        for rid, seq, degree, pinned, value, renamed in found:
-            out.append((rid, seq, degree, pinned, value, renamed == value))
-            if rid not in rows:
-                rows[rid] = (seq, "", degree, pinned)
-        return out
+    def _scope_hits(
+        self, matched: Mapping[str, tuple[int, bool]], weights: Mapping[str, int], span: int
+    ) -> list[HitRow]:
+        scopes = json.dumps([[k, v, int(r)] for k, (v, r) in matched.items()])
+        w = (weights["recency"], span, weights["degree"], weights["degree_cap"], weights["pinned"])
+        return [
+            (rid, seq, value, bool(renamed), key)
+            for rid, seq, value, renamed, key in self._facts.conn.execute(_SCOPE_HITS, (scopes, *w))
+        ]
 
 
 _STRATUM = (
@@ -582,13 +599,17 @@ _PREREQUISITES = (
     " JOIN records c INDEXED BY records_facts ON c.id = r.target AND +c.retired_by = ''"
     " WHERE r.type = 'depends_on' AND r.source IN (SELECT value FROM json_each(?1))"
 )
-#: The current records a matched scope holds (scope, strength, via rename: a JSON array of triples), best match each.
+#: The current records a matched scope holds (scope, strength, via rename: a JSON array of triples), best
+#: match each, in ranking order (weights ?2-?6: recency, span, degree, degree_cap, pinned).
 _SCOPE_HITS = (
     "WITH m(scope, strength, renamed) AS (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'),"
-    " json_extract(value, '$[2]') FROM json_each(?1))"
-    " SELECT r.id, r.seq, r.degree, r.pinned, max(m.strength), max(m.strength * m.renamed)"
+    " json_extract(value, '$[2]') FROM json_each(?1)),"
+    " h(id, seq, degree, pinned, points, renamed) AS (SELECT r.id, r.seq, r.degree, r.pinned, max(m.strength),"
+    " max(m.strength * m.renamed) = max(m.strength)"
     " FROM m JOIN scopes s ON s.scope = m.scope JOIN records r INDEXED BY records_facts ON r.id = s.record"
-    " WHERE +r.retired_by = '' GROUP BY r.id"
+    " WHERE +r.retired_by = '' GROUP BY r.id)"
+    " SELECT id, seq, points, renamed, (((?2 * seq) / ?3 + ?4 * min(degree, ?5) + ?6 * pinned + points) << 40) | seq AS key"
+    " FROM h ORDER BY key DESC"
 )
 
 

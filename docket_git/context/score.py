@@ -141,19 +141,19 @@ class Scoring:
         self.outline = outline
         #: Record ID -> its 0-based position in the whole history.
         self.position: Mapping[str, int] = outline.pos
+        self.span = max(1, len(outline.ids) - 1)
         matched = scoping.matched_scopes(outline.scopes, files or [], weights, renames)
-        rows = outline.scope_hits(matched)
+        rows = outline.scope_hits(matched, weights, self.span)
         #: Current record -> its scope points, for the records a task file matched.
-        self.scope: dict[str, int] = {row[0]: row[4] for row in rows}
+        self.scope: dict[str, int] = {row[0]: row[2] for row in rows}
         #: Records whose scope matched only through a renamed path.
-        self.renamed: set[str] = {row[0] for row in rows if row[5]}
+        self.renamed: set[str] = {row[0] for row in rows if row[3]}
         if query.strip():
             self.points = record_points(outline.many(list(outline.live)), query)
         else:
             self.points = {}
         #: In-degrees, and the reverse relation index expansion walks.
         self.degrees, self.incoming = outline.degrees, outline.incoming
-        self.span = max(1, len(outline.ids) - 1)
         self.pinned: AbstractSet[str] = outline.pinned
         #: Task hits: records matching the task's files or query.
         self.hits: set[str] = set(self.scope) | set(self.points)
@@ -166,22 +166,9 @@ class Scoring:
         #: Record ID -> total score, for every current record (computed when asked for).
         self.totals: Mapping[str, int] = _Totals(self, outline.current)
         self._parts: dict[str, Score] = {}
-        #: Ranking keys of the scope hits, computed in one pass from their rows.
-        self._keys: dict[str, int] = {}
-        w_recency, span, w_degree, cap, w_pinned = (
-            weights["recency"],
-            self.span,
-            weights["degree"],
-            weights["degree_cap"],
-            weights["pinned"],
-        )
-        known, keys = self.totals._known, self._keys  # type: ignore[attr-defined]
-        for rid, seq, degree, pinned, _, _ in rows:
-            total = w_recency * seq // span + w_degree * min(degree, cap) + boost[rid]
-            if pinned:
-                total += w_pinned
-            known[rid] = total
-            keys[rid] = (total << 40) | seq
+        #: Ranking keys of the scope hits (from their rows), and the hits best first when no query adds points.
+        self._keys: dict[str, int] = {row[0]: row[4] for row in rows} if not self.points else {}
+        self._ranked_hits: list[str] | None = [row[0] for row in rows] if not self.points else None
 
     def total(self, rid: str) -> int:
         """A current record's total score."""
@@ -198,9 +185,15 @@ class Scoring:
         key = self._keys.get(rid)
         return (self.totals[rid] << 40) | self.position[rid] if key is None else key
 
+    def ranked_hits(self) -> list[str]:
+        """The task hits, best first."""
+        if self._ranked_hits is None:
+            self._ranked_hits = sorted(self.hits, key=self.key, reverse=True)
+        return self._ranked_hits
+
     def ranking(self) -> Ranking:
         """Every current record, best first (descending score, then newer first), produced as read."""
-        boosted = sorted(((self.key(rid), rid) for rid in self.boost), reverse=True)
+        boosted = [(self.key(rid), rid) for rid in self.ranked_hits()]
         base = self.outline.base_order(self.weights, self.span)
         if boosted:
             skip = self.boost
@@ -238,9 +231,14 @@ class _Totals(Mapping[str, int]):
     def __getitem__(self, rid: str) -> int:
         total = self._known.get(rid)
         if total is None:
-            if rid not in self._current:
+            key = self._scoring._keys.get(rid)
+            if key is not None:
+                total = key >> 40
+            elif rid not in self._current:
                 raise KeyError(rid)
-            total = self._known[rid] = self._scoring.total(rid)
+            else:
+                total = self._scoring.total(rid)
+            self._known[rid] = total
         return total
 
     def __contains__(self, rid: object) -> bool:

@@ -24,7 +24,7 @@ the soft target. Blocks are never cut; lengths are exact.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 
@@ -175,7 +175,7 @@ class _Selector:
         self.order = self.scores.ranking()
         self.top = max(1, self.scores.totals[self.order[0]]) if self.order else 1
         key = self.scores.key
-        self.hits = sorted(self.scores.hits, key=key, reverse=True) if self.task else []
+        self.hits = self.scores.ranked_hits() if self.task else []
         #: Current pinned records, best first.
         self.pins = sorted(self.scores.pinned, key=key, reverse=True)
 
@@ -502,12 +502,16 @@ class _Selector:
             if self.admit(entry, self.gate(mandatory=False)) and not entry.historical:
                 push(rid, -neg)
 
-    def _ahead(self, rids: Sequence[str]) -> Iterator[str]:
-        """rids in order, their records read ahead PREFETCH at a time (lines decoded together)."""
+    def _ahead(self, rids: Sequence[str], skip: Callable[[str], bool] | None = None) -> Iterator[str]:
+        """rids in order, their records read ahead PREFETCH at a time (lines decoded together).
+
+        ``skip``: records not worth reading ahead (as things stand when their batch is read).
+        """
         many = self.outline.many
         for i, rid in enumerate(rids):
             if i % PREFETCH == 0:
-                many(list(rids[i : i + PREFETCH]))
+                batch = rids[i : i + PREFETCH]
+                many([r for r in batch if not skip(r)] if skip is not None else list(batch))
             yield rid
 
     def run(self) -> str:
@@ -529,8 +533,11 @@ class _Selector:
         self.expand(list(self.entries))
         if self.task and self.hits:
             hits = self.scores.hits
-            for rid in self._ahead([rid for rid in self.pins if rid not in hits]):
-                if rid not in self.admitted:
+            pins = [rid for rid in self.pins if rid not in hits]
+            gate = self.gate(mandatory=False, root=False)
+            for rid in self._ahead(pins, skip=lambda rid: self._exhausted(rid, gate)):
+                # An exhausted pin would be refused (its block cannot fit): skip it unread.
+                if rid not in self.admitted and not self._exhausted(rid, gate):
                     start = len(self.entries)
                     if self._root(rid, "fallback pin", mandatory=False, root=False):
                         self.expand(self.entries[start:])
