@@ -2,12 +2,14 @@
 
 Record order, projection (retired, blocked, resolved), in-degrees, the
 reverse relation index, pinned records and which current records carry each
-scope string. Two constructors give the same outline: ``Outline.build``
-computes it from parsed records (the reference, and what tests compare
-against); ``Outline.from_index`` reads it from the ledger index
-(``ledger.index``), so a session hook on a 100k-record ledger decodes only
-the records it prints or weighs, and looks up relations, blocking reasons and
-scope holders only for the records selection reaches.
+scope string; and, for scoring, the task-free ranking order, the records a
+task's scopes hold, and coverage's prerequisite closure. Two constructors
+give the same outline: ``Outline.build`` computes it from parsed records (the
+reference, and what tests compare against); ``Outline.from_index`` gives an
+``IndexedOutline`` that reads the ledger index (``ledger.index``) on demand,
+so a session hook on a 100k-record ledger touches only the records selection
+reaches: their facts, relations and lines are looked up when asked for, and
+the ranking is merged from index strata as far as the layout reads it.
 """
 
 from __future__ import annotations
