@@ -11,6 +11,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from docket_git.context import outline as outline_module
 from docket_git.context.config import defaults
 from docket_git.context.outline import Outline
 from docket_git.context.scope import matched_scopes
@@ -106,11 +107,27 @@ def cache_home() -> Iterator[Path]:
                 os.environ["XDG_CACHE_HOME"] = old
 
 
+@contextlib.contextmanager
+def eager(on: bool) -> Iterator[None]:
+    """Indexed outlines read every record's facts at once (a small ledger's way), or each on demand."""
+    old = outline_module.EAGER
+    outline_module.EAGER = old if on else -1
+    try:
+        yield
+    finally:
+        outline_module.EAGER = old
+
+
 def loaded(path: Path, data: bytes) -> dict:
-    """The facts of the outline read from the index of path once it holds data."""
+    """The facts of the outline read from the index of path once it holds data (both ways: they agree)."""
     path.write_bytes(data)
     with index.opened(path) as ix:
-        return facts(Outline.from_index(ix))
+        with eager(True):
+            at_once = facts(Outline.from_index(ix))
+        with eager(False):
+            on_demand = facts(Outline.from_index(ix))
+    assert on_demand == at_once
+    return on_demand
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -193,14 +210,17 @@ def test_since_from_the_outline_equals_the_full_delta(
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(records=ledgers(), first=st.integers(0, 70), request=REQUESTS)
+@given(records=ledgers(), first=st.integers(0, 70), request=REQUESTS, at_once=st.booleans())
 def test_the_briefing_from_the_index_equals_one_composed_from_scratch(
-    records: list[dict], first: int, request: dict
+    records: list[dict], first: int, request: dict, at_once: bool
 ) -> None:
-    """Issue 16's byte-identity: the index-backed briefing (after an earlier, shorter ledger) is the reference's."""
+    """Issue 16's byte-identity: the index-backed briefing (after an earlier, shorter ledger) is the reference's.
+
+    Both ways an indexed outline reads facts: all at once, or on demand with the ranking merged from index strata.
+    """
     from docket_git.context import build_briefing
 
-    with cache_home() as tmp:
+    with cache_home() as tmp, eager(at_once):
         path = tmp / "repo" / ".docket" / "ledger.jsonl"
         path.parent.mkdir(parents=True)
         path.write_bytes(encode(records[:first], set()))

@@ -501,6 +501,10 @@ class _Current(AbstractSet[str]):
 _RANKED = "SELECT id FROM records INDEXED BY records_rank WHERE retired_by = '' "
 
 
+#: Up to this many records an indexed outline reads every record's facts at once.
+EAGER = 4096
+
+
 class IndexedOutline(Outline):
     """An outline read from a ledger index: per-record facts on demand, the ranking from the index.
 
@@ -515,6 +519,13 @@ class IndexedOutline(Outline):
         self.ix = ix
         facts = self._facts = _Facts(conn)
         self.ids = _IdList(conn)
+        #: A small ledger's facts are read in one query: cheaper than looking each one up.
+        self._eager = len(self.ids) <= EAGER
+        if self._eager:
+            for rid, *row in conn.execute(
+                "SELECT id, seq, retired_by, degree, pinned FROM records INDEXED BY records_facts"
+            ):
+                facts.rows[rid] = tuple(row)  # type: ignore[assignment]
         retired = conn.execute("SELECT count(*) FROM records INDEXED BY records_rank WHERE retired_by > ''")
         n_retired = retired.fetchone()[0]
         self.pos = _Column(facts, 0, _any, "SELECT id, seq FROM records ORDER BY seq")  # type: ignore[assignment]
@@ -541,6 +552,24 @@ class IndexedOutline(Outline):
 
     def base_order(self, weights: Mapping[str, int], span: int) -> Iterator[tuple[int, str]]:
         conn, rows = self._facts.conn, self._facts.rows
+        if self._eager:  # every fact is at hand: sort them, as a build does
+            w_recency, w_degree, cap, w_pinned = (
+                weights["recency"],
+                weights["degree"],
+                weights["degree_cap"],
+                weights["pinned"],
+            )
+            keys = [
+                (
+                    ((w_recency * row[0] // span + w_degree * min(row[2], cap) + (w_pinned if row[3] else 0)) << 40)
+                    | row[0],
+                    rid,
+                )
+                for rid, row in rows.items()
+                if row is not None and not row[1]  # None: an ID asked for that the ledger lacks
+            ]
+            keys.sort(reverse=True)
+            return iter(keys)
         w_recency, w_degree, cap, w_pinned = (
             weights["recency"],
             weights["degree"],
