@@ -11,7 +11,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from docket_git.context import outline as outline_module
+from docket_git.context.config import defaults
 from docket_git.context.outline import Outline
+from docket_git.context.scope import matched_scopes
 from docket_git.ledger import canonical, index
 
 from .ctx import brief
@@ -37,20 +40,46 @@ def facts(o: Outline) -> dict:
         return out
 
     return {
-        "ids": o.ids,
-        "pos": o.pos,
-        "live": o.live,
-        "current": o.current,
-        "retired_by": d.retired_by,
+        "ids": list(ids),
+        "counts": (len(ids), len(o.live), len(o.current), o.retired_count()),
+        "pos": dict(o.pos),
+        "pos_each": {rid: o.pos[rid] for rid in ids},
+        "live": list(o.live),
+        "current": set(o.current),
+        "current_each": {rid for rid in ids if rid in o.current},
+        "retired_by": dict(d.retired_by),
+        "retired_each": {rid: d.retired_by.get(rid) for rid in ids},
         "blocked": {rid: list(d.blocked[rid]) for rid in ids if rid[0] == "d"},
         "resolved_by": by_key(d.resolved_by, ids),
-        "degrees": o.degrees,
+        "degrees": dict(o.degrees),
+        "degrees_each": {rid: o.degrees.get(rid, 0) for rid in ids},
         "incoming": by_key(o.incoming, ids),
-        "pinned": o.pinned,
+        "pinned": set(o.pinned),
         "scopes": {scope: list(o.scopes[scope]) for scope in o.scopes if o.scopes[scope]},
         "depends": by_key(o.depends, ids),
         "records": {rid: o.records[rid] for rid in o.ids},
+        # The ranking's task-free order and coverage's prerequisite closure (SQL when from the index).
+        "base_order": list(o.base_order(WEIGHTS, max(1, len(ids) - 1))),
+        "base_order_other": list(o.base_order(OTHER_WEIGHTS, max(1, len(ids) - 1))),
+        "closure": o.closure([rid for rid in list(ids)[::2] if rid in o.current]),
+        "scope_hits": [
+            o.scope_hits(matched_scopes(o.scopes, TASK_FILES, weights, RENAMES), weights, max(1, len(ids) - 1))
+            for weights in (WEIGHTS, OTHER_WEIGHTS)
+        ],
     }
+
+
+#: Task files for scope_hits: paths under the generated scopes, and the renamed targets below.
+TASK_FILES = ["src/a.py", "lib/x.py", "docs/guide.md", "renamed/y.py"]
+
+
+#: Scopes renamed to a task file (so some hits come through a rename, some only without one).
+RENAMES = {"src/b.py": "renamed/y.py", "src/a.py": "renamed/y.py", "billing": "renamed/y.py"}
+
+
+WEIGHTS = defaults()["weights"]
+#: Weights under which degree saturates early and pins and recency weigh differently.
+OTHER_WEIGHTS = {**WEIGHTS, "recency": 1000, "degree": 7, "degree_cap": 2, "pinned": 3}
 
 
 def encode(records: list[dict], blanks: set[int]) -> bytes:
@@ -78,11 +107,27 @@ def cache_home() -> Iterator[Path]:
                 os.environ["XDG_CACHE_HOME"] = old
 
 
+@contextlib.contextmanager
+def eager(on: bool) -> Iterator[None]:
+    """Indexed outlines read every record's facts at once (a small ledger's way), or each on demand."""
+    old = outline_module.EAGER
+    outline_module.EAGER = old if on else -1
+    try:
+        yield
+    finally:
+        outline_module.EAGER = old
+
+
 def loaded(path: Path, data: bytes) -> dict:
-    """The facts of the outline read from the index of path once it holds data."""
+    """The facts of the outline read from the index of path once it holds data (both ways: they agree)."""
     path.write_bytes(data)
     with index.opened(path) as ix:
-        return facts(Outline.from_index(ix))
+        with eager(True):
+            at_once = facts(Outline.from_index(ix))
+        with eager(False):
+            on_demand = facts(Outline.from_index(ix))
+    assert on_demand == at_once
+    return on_demand
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -165,14 +210,17 @@ def test_since_from_the_outline_equals_the_full_delta(
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(records=ledgers(), first=st.integers(0, 70), request=REQUESTS)
+@given(records=ledgers(), first=st.integers(0, 70), request=REQUESTS, at_once=st.booleans())
 def test_the_briefing_from_the_index_equals_one_composed_from_scratch(
-    records: list[dict], first: int, request: dict
+    records: list[dict], first: int, request: dict, at_once: bool
 ) -> None:
-    """Issue 16's byte-identity: the index-backed briefing (after an earlier, shorter ledger) is the reference's."""
+    """Issue 16's byte-identity: the index-backed briefing (after an earlier, shorter ledger) is the reference's.
+
+    Both ways an indexed outline reads facts: all at once, or on demand with the ranking merged from index strata.
+    """
     from docket_git.context import build_briefing
 
-    with cache_home() as tmp:
+    with cache_home() as tmp, eager(at_once):
         path = tmp / "repo" / ".docket" / "ledger.jsonl"
         path.parent.mkdir(parents=True)
         path.write_bytes(encode(records[:first], set()))

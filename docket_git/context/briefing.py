@@ -188,7 +188,15 @@ def _brief(
         path.parent.parent, settings, query=query, files=files, all_records=all_records, auto_scope=auto_scope
     )
     guessed = not (query.strip() or any(f.strip() for f in files) or all_records)
-    if guessed and scoped and not scope.scope_points(ledger_outline.scopes, scoped, settings["weights"]):
+    if (
+        guessed
+        and scoped
+        and not ledger_outline.scope_hits(
+            scope.matched_scopes(ledger_outline.scopes, scoped, settings["weights"]),
+            settings["weights"],
+            max(1, len(ledger_outline.ids) - 1),
+        )
+    ):
         # Auto-scope only guesses at the task (right after `docket init` its guess is
         # .gitattributes); a guess no record's scope matches would leave the briefing with
         # nothing in full text, so brief as if no task were given.

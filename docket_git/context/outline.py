@@ -2,22 +2,26 @@
 
 Record order, projection (retired, blocked, resolved), in-degrees, the
 reverse relation index, pinned records and which current records carry each
-scope string. Two constructors give the same outline: ``Outline.build``
-computes it from parsed records (the reference, and what tests compare
-against); ``Outline.from_index`` reads it from the ledger index
-(``ledger.index``), so a session hook on a 100k-record ledger decodes only
-the records it prints or weighs, and looks up relations, blocking reasons and
-scope holders only for the records selection reaches.
+scope string; and, for scoring, the task-free ranking order, the records a
+task's scopes hold, and coverage's prerequisite closure. Two constructors
+give the same outline: ``Outline.build`` computes it from parsed records (the
+reference, and what tests compare against); ``Outline.from_index`` gives an
+``IndexedOutline`` that reads the ledger index (``ledger.index``) on demand,
+so a session hook on a 100k-record ledger touches only the records selection
+reaches: their facts, relations and lines are looked up when asked for, and
+the ranking is merged from index strata as far as the layout reads it.
 """
 
 from __future__ import annotations
 
+import heapq
+import json
 import sqlite3
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
 from docket_git.ledger import index as ledger_index
 from docket_git.ledger.project import Derived, derive
-from docket_git.plain import Plain
 
 #: The fields of a record that projection, scoring and selection read (besides its prose).
 ROW_FIELDS = ("id", "kind", "state", "scope", "supports", "depends_on", "answers", "supersedes", "pinned")
@@ -148,29 +152,40 @@ class Lines(Mapping[str, dict]):
 class _Scopes(Mapping[str, list[str]]):
     """Scope string as recorded -> the current records carrying it, in file order, from the index.
 
-    The distinct strings are read once (from a covering index); each string's
-    holders only when asked for.
+    The distinct strings are read once (one probe of the scope index per
+    string); each string's holders only when asked for, with their facts.
     """
 
-    def __init__(self, conn: sqlite3.Connection, current: set[str]) -> None:
+    def __init__(self, conn: sqlite3.Connection, facts: _Facts) -> None:
         self.conn = conn
-        self.current = current
+        self.facts = facts
         self._keys: list[str] | None = None
         self._holders: dict[str, list[str]] = {}
 
     def _all(self) -> list[str]:
         if self._keys is None:
-            # Every distinct scope string (from the covering index); one only retired records carry has no holders.
-            self._keys = [s for (s,) in self.conn.execute("SELECT DISTINCT scope FROM scopes")]
+            # Every distinct scope string; one only retired records carry has no holders.
+            keys: list[str] = []
+            step = self.conn.execute
+            found = step("SELECT min(scope) FROM scopes").fetchone()[0]
+            while found is not None:
+                keys.append(found)
+                found = step("SELECT min(scope) FROM scopes WHERE scope > ?", (found,)).fetchone()[0]
+            self._keys = keys
         return self._keys
 
     def __getitem__(self, scope: str) -> list[str]:
         holders = self._holders.get(scope)
         if holders is None:
-            current = self.current
-            rows = self.conn.execute("SELECT record FROM scopes WHERE scope = ?", (scope,))
-            holders = [rid for (rid,) in rows if rid in current]
-            holders.sort(key=lambda rid: int(rid[1:]))  # IDs increase along the file
+            rows = self.facts.rows
+            found = self.conn.execute(_HOLDERS, (scope,)).fetchall()
+            found.sort()
+            holders = []
+            for seq, rid, degree, pinned in found:
+                if not holders or holders[-1] != rid:
+                    holders.append(rid)
+                if rid not in rows:
+                    rows[rid] = (seq, "", degree, pinned)
             self._holders[scope] = holders
         return holders
 
@@ -181,32 +196,29 @@ class _Scopes(Mapping[str, list[str]]):
         return len(self._all())
 
 
-class Outline(Plain):
-    """What a briefing needs of a ledger before it knows the task; records in file order."""
+#: The current records carrying a scope string, with their facts.
+_HOLDERS = (
+    "SELECT r.seq, r.id, r.degree, r.pinned FROM scopes s JOIN records r ON r.id = s.record"
+    " WHERE s.scope = ? AND +r.retired_by = ''"
+)
 
-    __slots__ = (
-        "current",
-        "degrees",
-        "depends",
-        "derived",
-        "ids",
-        "incoming",
-        "live",
-        "pinned",
-        "pos",
-        "records",
-        "scopes",
-    )
+
+class Outline:
+    """What a briefing needs of a ledger before it knows the task; records in file order.
+
+    A plain class (no dataclass): ``build`` fills every map from the records;
+    ``from_index`` gives an ``IndexedOutline`` whose maps read the index on demand.
+    """
 
     def __init__(
         self,
-        ids: list[str],
+        ids: Sequence[str],
         derived: Derived,
-        degrees: dict[str, int],
-        incoming: dict[str, list[str]],
+        degrees: Mapping[str, int],
+        incoming: Mapping[str, list[str]],
         pinned: set[str],
         scopes: Mapping[str, list[str]],
-        depends: dict[str, list[str]],
+        depends: Mapping[str, list[str]],
         records: Mapping[str, dict] | None = None,
     ) -> None:
         self.ids = ids
@@ -223,13 +235,12 @@ class Outline(Plain):
         self.depends = depends
         #: Record ID -> the full record (a dict, or lazily parsed ledger lines).
         self.records: Mapping[str, dict] = {} if records is None else records
-        self.pos = {rid: i for i, rid in enumerate(ids)}
+        self.pos: Mapping[str, int] = {rid: i for i, rid in enumerate(ids)}
         retired = derived.retired_by
-        self.current = self.pos.keys() - retired.keys()
+        self.current: AbstractSet[str] = self.pos.keys() - retired.keys()
         #: Current records in file order.
-        self.live = [rid for rid in ids if rid not in retired] if retired else list(ids)
-
-    __hash__ = None  # type: ignore[assignment]  # mutable
+        self.live: Sequence[str] = [rid for rid in ids if rid not in retired] if retired else list(ids)
+        self._hits: dict[tuple, list[HitRow]] = {}
 
     @classmethod
     def build(cls, records: list[dict]) -> Outline:
@@ -253,11 +264,11 @@ class Outline(Plain):
             outline._index(record, current)
         return outline
 
-    def _index(self, record: dict, current: set[str]) -> None:
+    def _index(self, record: dict, current: AbstractSet[str]) -> None:
         rid = record["id"]
         depends = record.get("depends_on")
         if depends:
-            self.depends[rid] = depends
+            self.depends[rid] = depends  # type: ignore[index]
         if rid not in current:
             return
         if record.get("pinned"):
@@ -266,45 +277,14 @@ class Outline(Plain):
         for value in record.get("scope") or ():
             holders = scopes.get(value)
             if holders is None:
-                scopes[value] = [rid]
+                scopes[value] = [rid]  # type: ignore[index]
             elif holders[-1] != rid:
                 holders.append(rid)
 
     @classmethod
     def from_index(cls, ix: ledger_index.Index) -> Outline:
-        """The outline of the ledger an index was just proven current for, read from its tables.
-
-        What scoring reads for every record (order, retirement, degree, pins,
-        prerequisites) is read in one pass each; blocking reasons, resolvers,
-        citing records and scope holders only for the records selection reaches.
-        """
-        conn = ix.conn
-        ids, degree_column, pinned_column, retired_column = ledger_index.outline_columns(conn)
-        retired_by = {rid: by for rid, by in zip(ids, retired_column, strict=True) if by}
-        degrees = {rid: int(n) for rid, n in zip(ids, degree_column, strict=True) if n != "0"}
-        pinned = {rid for rid, pin, by in zip(ids, pinned_column, retired_column, strict=True) if pin == "1" and not by}
-        depends: dict[str, list[str]] = {}
-        for source, target in conn.execute(
-            "SELECT source, target FROM relations WHERE type = 'depends_on' ORDER BY rowid"
-        ):
-            found = depends.get(source)
-            if found is None:
-                depends[source] = [target]
-            else:
-                found.append(target)
-        derived = Derived(retired_by, _Lazy(_query_blocked(conn)), _Lazy(_query_resolved_by(conn)))
-        outline = cls(
-            ids=ids,
-            derived=derived,
-            degrees=degrees,
-            incoming=_Lazy(_query_incoming(conn)),
-            pinned=pinned,
-            scopes={},
-            depends=depends,
-        )
-        outline.scopes = _Scopes(conn, outline.current)
-        outline.records = Lines(ix, outline.pos)
-        return outline
+        """The outline of the ledger an index was just proven current for, read from its tables on demand."""
+        return IndexedOutline(ix)
 
     def many(self, ids: list[str]) -> list[dict]:
         """The full records with these IDs, ledger lines decoded in one go when they are lazy."""
@@ -314,6 +294,376 @@ class Outline(Plain):
     def retired_count(self) -> int:
         """How many records a later record supersedes."""
         return len(self.ids) - len(self.current)
+
+    def base_order(self, weights: Mapping[str, int], span: int) -> Iterator[tuple[int, str]]:
+        """(key, ID) of every current record, key descending: ``key = base << 40 | position``.
+
+        ``base`` is the task-free part of the score: recency, degree, pin.
+        """
+        w_recency, w_degree, cap, w_pinned = (
+            weights["recency"],
+            weights["degree"],
+            weights["degree_cap"],
+            weights["pinned"],
+        )
+        pos, degrees, pinned = self.pos, self.degrees, self.pinned
+        keys = []
+        for rid in self.live:
+            i = pos[rid]
+            base = w_recency * i // span + w_degree * min(degrees.get(rid, 0), cap)
+            if rid in pinned:
+                base += w_pinned
+            keys.append(((base << 40) | i, rid))
+        keys.sort(reverse=True)
+        return iter(keys)
+
+    def closure(self, hits: Iterable[str]) -> set[str]:
+        """hits and their prerequisite closure through current records (depends_on, transitively)."""
+        targets: set[str] = set(hits)
+        depends, current = self.depends, self.current
+        stack = [p for rid in targets for p in depends.get(rid, ())]
+        while stack:
+            rid = stack.pop()
+            if rid in targets or rid not in current:
+                continue
+            targets.add(rid)
+            stack.extend(depends.get(rid, ()))
+        return targets
+
+    def scope_hits(
+        self, matched: Mapping[str, tuple[int, bool]], weights: Mapping[str, int], span: int
+    ) -> list[HitRow]:
+        """The current records a matched scope holds, best first: (ID, position, scope points, via rename, key).
+
+        ``matched``: scope string -> (strength, matched through a rename),
+        from ``scope.matched_scopes``. A record's points are its best scope's;
+        it is "via rename" when a renamed scope gave it that best. ``key`` is
+        the ranking key with these points: ``(base + points) << 40 | position``
+        (see ``base_order``), so rows come in ranking order.
+        """
+        memo = (tuple(sorted(matched.items())), tuple(sorted(weights.items())), span)
+        rows = self._hits.get(memo)
+        if rows is None:
+            rows = self._hits[memo] = self._scope_hits(matched, weights, span) if matched else []
+        return rows
+
+    def _scope_hits(
+        self, matched: Mapping[str, tuple[int, bool]], weights: Mapping[str, int], span: int
+    ) -> list[HitRow]:
+        best: dict[str, int] = {}
+        renamed: dict[str, int] = {}
+        for raw, (value, through) in matched.items():
+            for rid in self.scopes.get(raw) or ():
+                if through:
+                    renamed[rid] = max(renamed.get(rid, 0), value)
+                if best.get(rid, 0) < value:
+                    best[rid] = value
+        pos, degrees, pinned = self.pos, self.degrees, self.pinned
+        w_recency, w_degree, cap, w_pinned = (
+            weights["recency"],
+            weights["degree"],
+            weights["degree_cap"],
+            weights["pinned"],
+        )
+        rows = []
+        for rid, value in best.items():
+            i = pos[rid]
+            total = w_recency * i // span + w_degree * min(degrees.get(rid, 0), cap) + value
+            if rid in pinned:
+                total += w_pinned
+            rows.append((rid, i, value, renamed.get(rid) == value, (total << 40) | i))
+        rows.sort(key=lambda row: row[4], reverse=True)
+        return rows
+
+
+#: A task hit's row: ID, position, scope points, matched via a rename, ranking key.
+HitRow = tuple[str, int, int, bool, int]
+
+
+class _Facts:
+    """Record ID -> (seq, retired_by, degree, pinned) from the index, fetched on first use (None: no such record)."""
+
+    __slots__ = ("conn", "rows")
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.rows: dict[str, tuple[int, str, int, int] | None] = {}
+
+    def __call__(self, rid: object) -> tuple[int, str, int, int] | None:
+        try:
+            return self.rows[rid]  # type: ignore[index]
+        except KeyError:
+            pass
+        if not isinstance(rid, str):
+            return None
+        row = self.conn.execute(
+            "SELECT seq, retired_by, degree, pinned FROM records INDEXED BY records_facts WHERE id = ?", (rid,)
+        ).fetchone()
+        self.rows[rid] = row
+        return row
+
+
+class _IdList(Sequence[str]):
+    """The IDs of the index's records in file order, each read when asked for."""
+
+    def __init__(self, conn: sqlite3.Connection, where: str = "", count: int | None = None) -> None:
+        self.conn = conn
+        self._where = where
+        self._all: list[str] | None = None
+        if count is None:
+            count = conn.execute("SELECT coalesce(max(seq) + 1, 0) FROM records").fetchone()[0]
+        self._len = count
+
+    def _list(self) -> list[str]:
+        if self._all is None:
+            where = f" WHERE {self._where}" if self._where else ""
+            self._all = [rid for (rid,) in self.conn.execute(f"SELECT id FROM records{where} ORDER BY seq")]
+        return self._all
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def,override]
+        if self._where or self._all is not None:
+            return self._list()[i]
+        if isinstance(i, slice):
+            start, stop, step = i.indices(self._len)
+            if step != 1:
+                return self._list()[i]
+            rows = self.conn.execute("SELECT id FROM records WHERE seq >= ? AND seq < ? ORDER BY seq", (start, stop))
+            return [rid for (rid,) in rows]
+        n = i + self._len if i < 0 else i
+        if not 0 <= n < self._len:
+            raise IndexError(i)
+        return self.conn.execute("SELECT id FROM records WHERE seq = ?", (n,)).fetchone()[0]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._list())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _IdList | list | tuple):
+            return len(self) == len(other) and list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class _Column(Mapping[str, object]):
+    """One column of the facts as a map: ``field`` of each record that ``keep`` accepts."""
+
+    def __init__(self, facts: _Facts, field: int, keep: Callable[[tuple], bool], scan: str) -> None:
+        self._facts, self._field, self._keep, self._scan = facts, field, keep, scan
+
+    def __getitem__(self, rid: str) -> object:
+        row = self._facts(rid)
+        if row is None or not self._keep(row):
+            raise KeyError(rid)
+        return row[self._field]
+
+    def __contains__(self, rid: object) -> bool:
+        row = self._facts(rid)
+        return row is not None and self._keep(row)
+
+    def _items(self) -> list[tuple[str, object]]:
+        return list(self._facts.conn.execute(self._scan))
+
+    def __iter__(self) -> Iterator[str]:
+        return (rid for rid, _ in self._items())
+
+    def __len__(self) -> int:
+        return len(self._items())
+
+    def items(self):  # type: ignore[no-untyped-def,override]
+        return self._items()
+
+    def values(self):  # type: ignore[no-untyped-def,override]
+        return [value for _, value in self._items()]
+
+
+class _Current(AbstractSet[str]):
+    """The current records' IDs: membership from the facts, the count from the index."""
+
+    def __init__(self, facts: _Facts, count: int) -> None:
+        self._facts, self._len = facts, count
+
+    def __contains__(self, rid: object) -> bool:
+        row = self._facts(rid)
+        return row is not None and not row[1]
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __iter__(self) -> Iterator[str]:
+        return (rid for (rid,) in self._facts.conn.execute(_RANKED + "ORDER BY seq"))
+
+
+#: The current records over the ranking index (retired_by, pinned, degree, seq, id).
+_RANKED = "SELECT id FROM records INDEXED BY records_rank WHERE retired_by = '' "
+
+
+#: Up to this many records an indexed outline reads every record's facts at once.
+EAGER = 4096
+
+
+class IndexedOutline(Outline):
+    """An outline read from a ledger index: per-record facts on demand, the ranking from the index.
+
+    Nothing here touches every record in Python: counts come from the index,
+    and ``base_order`` merges the few (pinned, degree) strata of the ranking
+    index, each already in file order, so a briefing reads only the top of
+    the ranking it lays out.
+    """
+
+    def __init__(self, ix: ledger_index.Index) -> None:
+        conn = ix.conn
+        self.ix = ix
+        facts = self._facts = _Facts(conn)
+        self.ids = _IdList(conn)
+        #: A small ledger's facts are read in one query: cheaper than looking each one up.
+        self._eager = len(self.ids) <= EAGER
+        if self._eager:
+            for rid, *row in conn.execute(
+                "SELECT id, seq, retired_by, degree, pinned FROM records INDEXED BY records_facts"
+            ):
+                facts.rows[rid] = tuple(row)  # type: ignore[assignment]
+        retired = conn.execute("SELECT count(*) FROM records INDEXED BY records_rank WHERE retired_by > ''")
+        n_retired = retired.fetchone()[0]
+        self.pos = _Column(facts, 0, _any, "SELECT id, seq FROM records ORDER BY seq")  # type: ignore[assignment]
+        self.current = _Current(facts, len(self.ids) - n_retired)
+        retired_by = _Column(
+            facts, 1, _retired, "SELECT id, retired_by FROM records INDEXED BY records_rank WHERE retired_by > ''"
+        )
+        self.derived = Derived(retired_by, _Lazy(_query_blocked(conn)), _Lazy(_query_resolved_by(conn)))  # type: ignore[arg-type]
+        self.degrees = _Column(facts, 2, _referenced, "SELECT id, degree FROM records WHERE degree != 0")  # type: ignore[assignment]
+        self.incoming = _Lazy(_query_incoming(conn))
+        self.pinned = {rid for (rid,) in conn.execute(_RANKED + "AND pinned = 1")}
+        self.scopes = _Scopes(conn, facts)
+        self.depends = _Lazy(_query_depends(conn))
+        self.records = Lines(ix, self.pos)  # type: ignore[arg-type]
+        self._live: _IdList | None = None
+        self._hits: dict[tuple, list[HitRow]] = {}
+
+    @property  # type: ignore[override]
+    def live(self) -> Sequence[str]:  # type: ignore[override]
+        """Current records in file order (read in one query, when a query scores every record)."""
+        if self._live is None:
+            self._live = _IdList(self._facts.conn, "retired_by = ''", len(self.current))
+        return self._live
+
+    def base_order(self, weights: Mapping[str, int], span: int) -> Iterator[tuple[int, str]]:
+        conn, rows = self._facts.conn, self._facts.rows
+        if self._eager:  # every fact is at hand: sort them, as a build does
+            w_recency, w_degree, cap, w_pinned = (
+                weights["recency"],
+                weights["degree"],
+                weights["degree_cap"],
+                weights["pinned"],
+            )
+            keys = [
+                (
+                    ((w_recency * row[0] // span + w_degree * min(row[2], cap) + (w_pinned if row[3] else 0)) << 40)
+                    | row[0],
+                    rid,
+                )
+                for rid, row in rows.items()
+                if row is not None and not row[1]  # None: an ID asked for that the ledger lacks
+            ]
+            keys.sort(reverse=True)
+            return iter(keys)
+        w_recency, w_degree, cap, w_pinned = (
+            weights["recency"],
+            weights["degree"],
+            weights["degree_cap"],
+            weights["pinned"],
+        )
+
+        def stratum(pinned: int, degree: int) -> Iterator[tuple[int, str]]:
+            add = w_degree * min(degree, cap) + (w_pinned if pinned else 0)
+            for seq, rid in conn.execute(_STRATUM, (pinned, degree)):
+                if rid not in rows:
+                    rows[rid] = (seq, "", degree, pinned)
+                yield ((w_recency * seq // span + add) << 40) | seq, rid
+
+        streams = []
+        step = conn.execute
+        pinned = step(_NEXT_PINNED, (-1,)).fetchone()[0]
+        while pinned is not None:  # the distinct (pinned, degree) pairs of current records, one index probe each
+            degree = step(_NEXT_DEGREE, (pinned, -1)).fetchone()[0]
+            while degree is not None:
+                streams.append(stratum(pinned, degree))
+                degree = step(_NEXT_DEGREE, (pinned, degree)).fetchone()[0]
+            pinned = step(_NEXT_PINNED, (pinned,)).fetchone()[0]
+        return heapq.merge(*streams, reverse=True)
+
+    def closure(self, hits: Iterable[str]) -> set[str]:
+        targets = set(hits)
+        frontier = list(targets)
+        step = self._facts.conn.execute
+        while frontier:  # one query per level of prerequisites
+            found = dict.fromkeys(rid for (rid,) in step(_PREREQUISITES, (json.dumps(frontier),)) if rid not in targets)
+            frontier = list(found)
+            targets.update(frontier)
+        return targets
+
+    def _scope_hits(
+        self, matched: Mapping[str, tuple[int, bool]], weights: Mapping[str, int], span: int
+    ) -> list[HitRow]:
+        scopes = json.dumps([[k, v, int(r)] for k, (v, r) in matched.items()])
+        w = (weights["recency"], span, weights["degree"], weights["degree_cap"], weights["pinned"])
+        return [
+            (rid, seq, value, bool(renamed), key)
+            for rid, seq, value, renamed, key in self._facts.conn.execute(_SCOPE_HITS, (scopes, *w))
+        ]
+
+
+_STRATUM = (
+    "SELECT seq, id FROM records INDEXED BY records_rank"
+    " WHERE retired_by = '' AND pinned = ? AND degree = ? ORDER BY seq DESC"
+)
+_NEXT_PINNED = "SELECT min(pinned) FROM records INDEXED BY records_rank WHERE retired_by = '' AND pinned > ?"
+_NEXT_DEGREE = (
+    "SELECT min(degree) FROM records INDEXED BY records_rank WHERE retired_by = '' AND pinned = ? AND degree > ?"
+)
+#: The current prerequisites (depends_on) of the records in a JSON array.
+_PREREQUISITES = (
+    "SELECT r.target FROM relations r INDEXED BY relations_depends"
+    " JOIN records c INDEXED BY records_facts ON c.id = r.target AND +c.retired_by = ''"
+    " WHERE r.type = 'depends_on' AND r.source IN (SELECT value FROM json_each(?1))"
+)
+#: The current records a matched scope holds (scope, strength, via rename: a JSON array of triples), best
+#: match each, in ranking order (weights ?2-?6: recency, span, degree, degree_cap, pinned).
+_SCOPE_HITS = (
+    "WITH m(scope, strength, renamed) AS (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'),"
+    " json_extract(value, '$[2]') FROM json_each(?1)),"
+    " h(id, seq, degree, pinned, points, renamed) AS (SELECT r.id, r.seq, r.degree, r.pinned, max(m.strength),"
+    " max(m.strength * m.renamed) = max(m.strength)"
+    " FROM m JOIN scopes s ON s.scope = m.scope JOIN records r INDEXED BY records_facts ON r.id = s.record"
+    " WHERE +r.retired_by = '' GROUP BY r.id)"
+    " SELECT id, seq, points, renamed, (((?2 * seq) / ?3 + ?4 * min(degree, ?5) + ?6 * pinned + points) << 40) | seq AS key"
+    " FROM h ORDER BY key DESC"
+)
+
+
+def _any(row: tuple) -> bool:
+    return True
+
+
+def _retired(row: tuple) -> bool:
+    return bool(row[1])
+
+
+def _referenced(row: tuple) -> bool:
+    return row[2] != 0
+
+
+def _query_depends(conn: sqlite3.Connection) -> Callable[[str], list[str] | None]:
+    def fetch(rid: str) -> list[str] | None:
+        rows = conn.execute(
+            "SELECT target FROM relations WHERE source = ? AND type = 'depends_on' ORDER BY rowid", (rid,)
+        )
+        return [t for (t,) in rows] or None
+
+    return fetch
 
 
 def _query_blocked(conn: sqlite3.Connection) -> Callable[[str], list[str] | None]:
@@ -339,9 +689,9 @@ def _query_incoming(conn: sqlite3.Connection) -> Callable[[str], list[str] | Non
 
     def fetch(rid: str) -> list[str] | None:
         rows = conn.execute(
-            "SELECT s.id FROM records s WHERE s.retired_by = '' AND ("
-            " s.id IN (SELECT source FROM relations WHERE target = ?1 AND type != 'supersedes')"
-            " OR s.id IN (SELECT question FROM resolved_by WHERE resolver = ?1)"
+            "SELECT s.id FROM records s INDEXED BY records_facts WHERE +s.retired_by = '' AND s.id IN ("
+            " SELECT source FROM relations WHERE target = ?1 AND type != 'supersedes'"
+            " UNION SELECT question FROM resolved_by WHERE resolver = ?1"
             ") ORDER BY s.seq",
             (rid,),
         )

@@ -8,7 +8,7 @@ they only match query text. Matching is casefolded and ``\\`` reads as ``/``.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from fnmatch import fnmatchcase
 from pathlib import Path
 
@@ -78,6 +78,30 @@ def star_match(path: str, parts: list[str]) -> bool:
     return True
 
 
+def matched_scopes(
+    scopes: Iterable[str], files: list[str], weights: dict[str, int], renames: dict[str, str] | None = None
+) -> dict[str, tuple[int, bool]]:
+    """Scope string as recorded -> (its match strength, True when it matched through a rename), for matches.
+
+    ``renames`` maps a scope whose path no longer exists to the path git says
+    it was renamed to; the renamed path is tried only when the recorded one
+    does not match.
+    """
+    norm_files = list(dict.fromkeys(normalize(f) for f in files if f))
+    out: dict[str, tuple[int, bool]] = {}
+    if not norm_files:
+        return out
+    for raw in scopes:
+        value = strength(norm_files, normalize(raw), weights)
+        if value:
+            out[raw] = (value, False)
+        elif renames and raw in renames:
+            value = strength(norm_files, normalize(renames[raw]), weights)
+            if value:
+                out[raw] = (value, True)
+    return out
+
+
 def scope_points(
     scopes: Mapping[str, list[str]],
     files: list[str],
@@ -89,27 +113,18 @@ def scope_points(
 
     ``scopes`` maps each scope string as recorded to the records carrying it,
     so each distinct scope is matched once however many records share it.
-    ``renames`` maps a scope whose path no longer exists to the path git says
-    it was renamed to; records whose best match came through one are added
-    to ``via_rename``.
+    Records whose best match came through a renamed path (``renames``, see
+    ``matched_scopes``) are added to ``via_rename``.
     """
-    norm_files = list(dict.fromkeys(normalize(f) for f in files if f))
     out: dict[str, int] = {}
-    if not norm_files:
-        return out
-    get = out.get
     renamed: dict[str, int] = {}
-    for raw in scopes:  # holders are looked up only for a scope that matches (an index reads them on demand)
-        value = strength(norm_files, normalize(raw), weights)
-        if not value and renames and raw in renames:
-            value = strength(norm_files, normalize(renames[raw]), weights)
-            if value:
-                for rid in scopes[raw]:
-                    renamed[rid] = max(renamed.get(rid, 0), value)
-        if value:
-            for rid in scopes[raw]:
-                if get(rid, 0) < value:
-                    out[rid] = value
+    get = out.get
+    for raw, (value, through) in matched_scopes(scopes, files, weights, renames).items():
+        for rid in scopes[raw]:  # holders are looked up only for a scope that matches
+            if through:
+                renamed[rid] = max(renamed.get(rid, 0), value)
+            if get(rid, 0) < value:
+                out[rid] = value
     if via_rename is not None:
         via_rename.update(rid for rid, value in renamed.items() if out[rid] == value)
     return out

@@ -7,9 +7,11 @@ Ties break newer first (later file position).
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
 from docket_git.context import scope as scoping
 from docket_git.context.outline import Outline, references
@@ -136,7 +138,7 @@ def in_degrees(records: Iterable[dict], resolved_by: dict[str, list[str]] | None
 
 
 class Scoring:
-    """Scores of the current records of an outline: totals up front, parts on demand."""
+    """Scores of the current records of an outline: totals and parts on demand, the ranking lazily."""
 
     def __init__(
         self,
@@ -148,37 +150,67 @@ class Scoring:
         renames: dict[str, str] | None = None,
     ) -> None:
         self.weights = weights
-        pos = outline.pos
-        #: Current record -> its 0-based position in the whole history.
-        self.position: dict[str, int] = {rid: pos[rid] for rid in outline.live}
+        self.outline = outline
+        #: Record ID -> its 0-based position in the whole history.
+        self.position: Mapping[str, int] = outline.pos
+        self.span = max(1, len(outline.ids) - 1)
+        matched = scoping.matched_scopes(outline.scopes, files or [], weights, renames)
+        rows = outline.scope_hits(matched, weights, self.span)
+        #: Current record -> its scope points, for the records a task file matched.
+        self.scope: dict[str, int] = {row[0]: row[2] for row in rows}
         #: Records whose scope matched only through a renamed path.
-        self.renamed: set[str] = set()
-        self.scope = scoping.scope_points(outline.scopes, files or [], weights, renames, self.renamed)
+        self.renamed: set[str] = {row[0] for row in rows if row[3]}
         if query.strip():
-            self.points = record_points(outline.many(outline.live), query)
+            self.points = record_points(outline.many(list(outline.live)), query)
         else:
             self.points = {}
         #: In-degrees, and the reverse relation index expansion walks.
         self.degrees, self.incoming = outline.degrees, outline.incoming
-        self.span = max(1, len(outline.ids) - 1)
-        self.pinned: set[str] = outline.pinned
+        self.pinned: AbstractSet[str] = outline.pinned
         #: Task hits: records matching the task's files or query.
         self.hits: set[str] = set(self.scope) | set(self.points)
-        w = weights
-        w_recency, span = w["recency"], self.span
-        #: Record ID -> total score, for every current record; the sparse parts are added after.
-        totals = self.totals = {rid: w_recency * i // span for rid, i in self.position.items()}
-        w_degree, cap = w["degree"], w["degree_cap"]
-        for rid, n in self.degrees.items():
-            if rid in totals:
-                totals[rid] += w_degree * min(n, cap)
-        for rid in self.pinned:
-            totals[rid] += w["pinned"]
-        for rid, n in self.scope.items():
-            totals[rid] += n
+        #: Task hit -> its scope and text parts (what the task adds to the task-free score).
+        boost = dict(self.scope)
+        w_text = weights["text"]
         for rid, p in self.points.items():
-            totals[rid] += w["text"] * min(p, TEXT_POINTS_CAP) // TEXT_POINTS_CAP
+            boost[rid] = boost.get(rid, 0) + w_text * min(p, TEXT_POINTS_CAP) // TEXT_POINTS_CAP
+        self.boost = boost
+        #: Record ID -> total score, for every current record (computed when asked for).
+        self.totals: Mapping[str, int] = _Totals(self, outline.current)
         self._parts: dict[str, Score] = {}
+        #: Ranking keys of the scope hits (from their rows), and the hits best first when no query adds points.
+        self._keys: dict[str, int] = {row[0]: row[4] for row in rows} if not self.points else {}
+        self._ranked_hits: list[str] | None = [row[0] for row in rows] if not self.points else None
+
+    def total(self, rid: str) -> int:
+        """A current record's total score."""
+        w = self.weights
+        total = w["recency"] * self.position[rid] // self.span + w["degree"] * min(
+            self.degrees.get(rid, 0), w["degree_cap"]
+        )
+        if rid in self.pinned:
+            total += w["pinned"]
+        return total + self.boost.get(rid, 0)
+
+    def key(self, rid: str) -> int:
+        """The ranking key of a current record: higher score first, then newer first."""
+        key = self._keys.get(rid)
+        return (self.totals[rid] << 40) | self.position[rid] if key is None else key
+
+    def ranked_hits(self) -> list[str]:
+        """The task hits, best first."""
+        if self._ranked_hits is None:
+            self._ranked_hits = sorted(self.hits, key=self.key, reverse=True)
+        return self._ranked_hits
+
+    def ranking(self) -> Ranking:
+        """Every current record, best first (descending score, then newer first), produced as read."""
+        boosted = [(self.key(rid), rid) for rid in self.ranked_hits()]
+        base = self.outline.base_order(self.weights, self.span)
+        if boosted:
+            skip = self.boost
+            base = heapq.merge(boosted, ((k, rid) for k, rid in base if rid not in skip), reverse=True)
+        return Ranking((rid for _, rid in base), len(self.outline.current))
 
     def __getitem__(self, rid: str) -> Score:
         """The record's score with its parts."""
@@ -201,6 +233,76 @@ class Scoring:
         return self[rid] if rid in self.totals else None
 
 
+class _Totals(Mapping[str, int]):
+    """Current record -> total score, each computed on first use."""
+
+    def __init__(self, scoring: Scoring, current: AbstractSet[str]) -> None:
+        self._scoring, self._current = scoring, current
+        self._known: dict[str, int] = {}
+
+    def __getitem__(self, rid: str) -> int:
+        total = self._known.get(rid)
+        if total is None:
+            key = self._scoring._keys.get(rid)
+            if key is not None:
+                total = key >> 40
+            elif rid not in self._current:
+                raise KeyError(rid)
+            else:
+                total = self._scoring.total(rid)
+            self._known[rid] = total
+        return total
+
+    def __contains__(self, rid: object) -> bool:
+        return rid in self._known or rid in self._current
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._scoring.outline.live)
+
+    def __len__(self) -> int:
+        return len(self._current)
+
+
+class Ranking(Sequence[str]):
+    """A ranking read from a sorted stream as far as it is used: ``len`` is known up front."""
+
+    __slots__ = ("_items", "_len", "_source")
+
+    def __init__(self, source: Iterator[str], count: int) -> None:
+        self._source: Iterator[str] | None = source
+        self._items: list[str] = []
+        self._len = count
+
+    def _fill(self, n: int) -> None:
+        """Read the stream until n items are known (or it ends)."""
+        items, source = self._items, self._source
+        if source is None or len(items) >= n:
+            return
+        items.extend(itertools.islice(source, n - len(items)))
+        if len(items) < n:
+            self._source = None
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def,override]
+        if isinstance(i, slice):
+            self._fill(i.indices(self._len)[1])
+            return self._items[i]
+        self._fill(i + 1 if i >= 0 else self._len)
+        return self._items[i]
+
+    def __iter__(self) -> Iterator[str]:
+        i = 0
+        while True:
+            self._fill(i + 64)
+            items = self._items
+            if i >= len(items):
+                return
+            yield from items[i : i + 64]
+            i += 64
+
+
 def score_records(
     history: list[dict],
     current_ids: Iterable[str],
@@ -214,4 +316,4 @@ def score_records(
     if set(current_ids) != outline.current:
         raise ValueError("current_ids must be the records no later record supersedes")
     scoring = Scoring(outline, weights, files=files, query=query)
-    return {rid: scoring[rid] for rid in scoring.totals}
+    return {rid: scoring[rid] for rid in outline.live}

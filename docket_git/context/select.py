@@ -24,7 +24,8 @@ the soft target. Blocks are never cut; lengths are exact.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
 from docket_git.context import render
 from docket_git.context.config import Settings
@@ -40,6 +41,8 @@ MAX_CHAINS = 8
 MAX_CHAIN_STEPS = 32
 #: Consecutive roots that do not fit after which admission of roots stops.
 MAX_ROOT_MISSES = 64
+#: Roots whose records are read ahead in one go.
+PREFETCH = 32
 
 #: The forms of the index tier an admission is measured with, richest first: lines at score-scaled
 #: detail, the window's bare IDs, the count line alone (``# index: N more; docket list``), and
@@ -167,7 +170,7 @@ class _Selector:
         #: Record ID -> full record (parsed on first use when the outline came from the cache).
         self.by_id: Mapping[str, dict] = outline.records
         self.pos: dict[str, int] = outline.pos
-        self.current: set[str] = outline.current
+        self.current: AbstractSet[str] = outline.current
         self.retired_count = outline.retired_count()
         self._views: dict[str, dict] = {}
         self.files = list(request.files)
@@ -177,15 +180,13 @@ class _Selector:
         )
         self.task = bool(self.query or self.files) and not request.all
         self.mode = "all" if request.all else ("task" if self.task else "unscoped")
-        # Descending score, then newer first: sort plain integers that carry the position.
-        totals, pos = self.scores.totals, self.pos
-        keys = sorted([(total << 40) | pos[rid] for rid, total in totals.items()], reverse=True)
-        mask = (1 << 40) - 1
-        ids = outline.ids
-        self.order = [ids[key & mask] for key in keys]
-        self.top = max(1, totals[self.order[0]]) if self.order else 1
-        hits = self.scores.hits
-        self.hits = [rid for rid in self.order if rid in hits] if self.task else []
+        # Descending score, then newer first, read from the ranking only as far as it is used.
+        self.order = self.scores.ranking()
+        self.top = max(1, self.scores.totals[self.order[0]]) if self.order else 1
+        key = self.scores.key
+        self.hits = self.scores.ranked_hits() if self.task else []
+        #: Current pinned records, best first.
+        self.pins = sorted(self.scores.pinned, key=key, reverse=True)
 
         # Admission state.
         self.entries: list[Entry] = []
@@ -210,8 +211,7 @@ class _Selector:
         if self.task and self.hits:
             self.roots, self.root_label, self.root_mandatory = self.hits, "selected", True
         elif self.task:
-            pinned = self.scores.pinned
-            self.roots = [r for r in self.order if r in pinned]
+            self.roots = self.pins
             self.root_label, self.root_mandatory = "fallback pin", False
         else:
             self.roots, self.root_label, self.root_mandatory = self.order, "selected", request.all
@@ -231,20 +231,11 @@ class _Selector:
 
     # -- counts ------------------------------------------------------------------------------
 
-    def _coverage_targets(self) -> set[str]:
+    def _coverage_targets(self) -> AbstractSet[str]:
         """Task matches and their prerequisite closure (current records), or every current record."""
         if not self.task:
-            return set(self.current)
-        targets: set[str] = set(self.hits)
-        depends, current = self.outline.depends, self.current
-        stack = [p for rid in self.hits for p in depends.get(rid, ())]
-        while stack:
-            rid = stack.pop()
-            if rid in targets or rid not in current:
-                continue
-            targets.add(rid)
-            stack.extend(depends.get(rid, ()))
-        return targets
+            return self.current
+        return self.outline.closure(self.hits)
 
     def tally(
         self, named: int, *, full: int | None = None, missing: int | None = None, uncovered: int | None = None
@@ -269,6 +260,8 @@ class _Selector:
     def _fill_window(self) -> None:
         order, admitted = self.order, self.admitted
         while len(self.window) < self.max_lines and self.scan < len(order):
+            if self.scan % PREFETCH == 0:  # window lines are measured: read their records together
+                self.outline.many(list(order[self.scan : self.scan + PREFETCH]))
             rid = order[self.scan]
             self.scan += 1
             if rid not in admitted:
@@ -498,9 +491,9 @@ class _Selector:
             inherited = score * num // den
             if inherited < self.floor:
                 return
-            for n in self._neighbours(parent):
-                if n in self.admitted or n in tried:
-                    continue
+            fresh = [n for n in self._neighbours(parent) if n not in self.admitted and n not in tried]
+            self.outline.many(fresh)  # their blocks are weighed when popped: read their lines together
+            for n in fresh:
                 own = self.scores.totals.get(n)
                 eff = inherited if own is None else min(own, inherited)
                 heapq.heappush(heap, (-eff, -self.pos[n], n, parent))
@@ -518,11 +511,23 @@ class _Selector:
             if self.admit(entry, self.gate(mandatory=False)) and not entry.historical:
                 push(rid, -neg)
 
+    def _ahead(self, rids: Sequence[str], skip: Callable[[str], bool] | None = None) -> Iterator[str]:
+        """rids in order, their records read ahead PREFETCH at a time (lines decoded together).
+
+        ``skip``: records not worth reading ahead (as things stand when their batch is read).
+        """
+        many = self.outline.many
+        for i, rid in enumerate(rids):
+            if i % PREFETCH == 0:
+                batch = rids[i : i + PREFETCH]
+                many([r for r in batch if not skip(r)] if skip is not None else list(batch))
+            yield rid
+
     def run(self) -> str:
         """Admit records in order, then lay the briefing out."""
         label, mandatory = self.root_label, self.root_mandatory
         misses = 0
-        for rid in self.roots:
+        for rid in self._ahead(self.roots):
             # Roots come in score order, so once one outside the index window cannot fit, none can.
             if self._exhausted(rid, self.gate(mandatory=mandatory, root=True)):
                 break
@@ -536,10 +541,12 @@ class _Selector:
                     break
         self.expand(list(self.entries))
         if self.task and self.hits:
-            hits = set(self.hits)
-            pinned = self.scores.pinned
-            for rid in self.order:
-                if rid in pinned and rid not in hits and rid not in self.admitted:
+            hits = self.scores.hits
+            pins = [rid for rid in self.pins if rid not in hits]
+            gate = self.gate(mandatory=False, root=False)
+            for rid in self._ahead(pins, skip=lambda rid: self._exhausted(rid, gate)):
+                # An exhausted pin would be refused (its block cannot fit): skip it unread.
+                if rid not in self.admitted and not self._exhausted(rid, gate):
                     start = len(self.entries)
                     if self._root(rid, "fallback pin", mandatory=False, root=False):
                         self.expand(self.entries[start:])
@@ -557,7 +564,7 @@ class _Selector:
         window; 5. as many bare IDs as fit; 6. steps 1-5 with the short header
         and footer; 7. the last-resort three lines.
         """
-        deferred = [rid for rid in self.order if rid not in self.admitted]
+        deferred = _Deferred(self.order, self.admitted, len(self.current) - self.full)
         tries = [(self.head, self.short)]
         if not self.short:
             tries.append((render.short_header(self.meta), True))
@@ -580,7 +587,7 @@ class _Selector:
         parts.append(self.footer(self.tally(named), short=short))
         return "".join(parts)
 
-    def _fit(self, head: str, short: bool, deferred: list[str], hard: int) -> str | None:
+    def _fit(self, head: str, short: bool, deferred: _Deferred, hard: int) -> str | None:
         d = len(deferred)
         if d == 0:
             text = self._assemble(head, short, "", 0)
@@ -610,9 +617,10 @@ class _Selector:
         lines_len = [0]
         for line in min_lines:
             lines_len.append(lines_len[-1] + len(line))
-        ids_len = [0]
-        for rid in deferred:
-            ids_len.append(ids_len[-1] + len(rid))
+        ids_len = deferred.ids_len
+        # k names cost at least 4k - 1 characters (an ID has at least 2, a separator 2): more than
+        # hard // 4 never fit, so the deferred records past that many are never read.
+        most = hard // 4
 
         def index_len(j: int, k: int) -> int:
             if j == 0 and k == 0:
@@ -620,11 +628,11 @@ class _Selector:
             n = len(heading) + lines_len[j] if j else 0
             if k:
                 lead = render.ALSO_LEAD if j else render.NAMES_LEAD
-                n += len(lead) + ids_len[j + k] - ids_len[j] + 2 * (k - 1) + 1
+                n += len(lead) + ids_len(j + k) - ids_len(j) + 2 * (k - 1) + 1
             return n + len(render.index_overflow(d - j - k))
 
         def fits(j: int, k: int) -> bool:
-            return fixed + 1 + index_len(j, k) + footer_len(j + k) <= hard
+            return k <= most and fixed + 1 + index_len(j, k) + footer_len(j + k) <= hard
 
         def most_names(j: int) -> int:
             """The largest k (names after j lines) that fits, or -1 when none does."""
@@ -658,6 +666,38 @@ class _Selector:
         k = most_names(0)  # step 5
         text = text_for(0, k) if k >= 0 else ""
         return text if text and len(text) <= hard else None
+
+
+class _Deferred:
+    """The ranked records not in full text, read from the ranking as far as the layout looks."""
+
+    __slots__ = ("_lens", "_source", "count", "items")
+
+    def __init__(self, order: Sequence[str], admitted: set[str], count: int) -> None:
+        self._source = (rid for rid in order if rid not in admitted)
+        self.items: list[str] = []
+        self._lens = [0]
+        self.count = count
+
+    def _fill(self, n: int) -> None:
+        items, lens = self.items, self._lens
+        for rid in self._source if len(items) < n else ():
+            items.append(rid)
+            lens.append(lens[-1] + len(rid))
+            if len(items) >= n:
+                break
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, part: slice) -> list[str]:
+        self._fill(part.indices(self.count)[1])
+        return self.items[part]
+
+    def ids_len(self, n: int) -> int:
+        """The total length of the first n deferred IDs."""
+        self._fill(n)
+        return self._lens[n]
 
 
 def select(records: list[dict], settings: Settings, request: Request, meta: Meta) -> str:
