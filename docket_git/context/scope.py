@@ -8,7 +8,7 @@ they only match query text. Matching is casefolded and ``\\`` reads as ``/``.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from fnmatch import fnmatchcase
 from pathlib import Path
 
@@ -99,34 +99,6 @@ def matched_scopes(
             value = strength(norm_files, normalize(renames[raw]), weights)
             if value:
                 out[raw] = (value, True)
-    return out
-
-
-def scope_points(
-    scopes: Mapping[str, list[str]],
-    files: list[str],
-    weights: dict[str, int],
-    renames: dict[str, str] | None = None,
-    via_rename: set[str] | None = None,
-) -> dict[str, int]:
-    """Record ID -> scope component for the given task files: the best of the record's scopes.
-
-    ``scopes`` maps each scope string as recorded to the records carrying it,
-    so each distinct scope is matched once however many records share it.
-    Records whose best match came through a renamed path (``renames``, see
-    ``matched_scopes``) are added to ``via_rename``.
-    """
-    out: dict[str, int] = {}
-    renamed: dict[str, int] = {}
-    get = out.get
-    for raw, (value, through) in matched_scopes(scopes, files, weights, renames).items():
-        for rid in scopes[raw]:  # holders are looked up only for a scope that matches
-            if through:
-                renamed[rid] = max(renamed.get(rid, 0), value)
-            if get(rid, 0) < value:
-                out[rid] = value
-    if via_rename is not None:
-        via_rename.update(rid for rid, value in renamed.items() if out[rid] == value)
     return out
 
 

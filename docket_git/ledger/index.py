@@ -122,7 +122,6 @@ CREATE TABLE resolved_by (
   position INTEGER NOT NULL
 );
 CREATE INDEX records_kind ON records (kind, state);
-CREATE INDEX records_outline ON records (seq, id, retired_by, degree, pinned);
 CREATE INDEX records_rank ON records (retired_by, pinned, degree, seq, id);
 CREATE INDEX records_facts ON records (id, retired_by, degree, pinned);
 CREATE INDEX relations_source ON relations (source);
@@ -1011,26 +1010,6 @@ def opened(ledger: Path) -> Iterator[Index]:
         yield index
     finally:
         index.close()
-
-
-def outline_columns(conn: sqlite3.Connection) -> tuple[list[str], list[str], str, list[str]]:
-    """(IDs, degrees, pinned flags, retired_by) of every record in file order, each column in one string.
-
-    What a briefing reads of every record comes from one scan of a covering
-    index, concatenated in SQL: building a Python row per record would cost
-    several times more at 100k records.
-    """
-    ids, degrees, pinned, retired = conn.execute(
-        "SELECT group_concat(id, ' '), group_concat(degree, ' '), group_concat(pinned, ''), "
-        "group_concat(retired_by, ' ') FROM records INDEXED BY records_outline"
-    ).fetchone()
-    if ids is None:
-        return [], [], "", []
-    out = (ids.split(" "), degrees.split(" "), pinned, retired.split(" "))
-    last = conn.execute("SELECT id FROM records ORDER BY seq DESC LIMIT 1").fetchone()[0]
-    if len(out[0]) != len(out[3]) or out[0][-1] != last:  # never: the index scan is in file order
-        raise LedgerError(f"the ledger index of {conn} is damaged; delete it and run the command again")
-    return out
 
 
 def derived_for(conn: sqlite3.Connection, ids: list[str]) -> project.Derived:
