@@ -18,7 +18,7 @@ from docket_git.context.scope import matched_scopes
 from docket_git.ledger import canonical, index
 
 from .ctx import brief
-from .test_context_properties import REQUESTS, ledgers
+from .test_context_properties import REQUESTS, TEXT, WORDS, ledgers
 
 
 def facts(o: Outline) -> dict:
@@ -235,3 +235,33 @@ def test_the_briefing_from_the_index_equals_one_composed_from_scratch(
             auto_scope=False,
         ).text
         assert got == brief(records, **request)
+
+
+QUERIES = st.one_of(TEXT, st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join))
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(records=ledgers(), query=QUERIES, odd=st.sampled_from(["", "Stra\u00dfe \u03a3\u0399\u03a3", "nul \x00 here"]))
+def test_query_points_from_the_haystack_column_equal_scoring_the_records(
+    records: list[dict], query: str, odd: str
+) -> None:
+    """``--query`` in SQL (index.text_points over the casefolded haystack column) scores as score.record_points."""
+    from docket_git.context.score import record_points
+    from docket_git.ledger.project import project
+
+    records[-1] = {**records[-1], "text": records[-1]["text"] + " " + odd}
+    current = {v["id"] for v in project(records) if not v["retired_by"]}
+    expected = record_points([r for r in records if r["id"] in current], query)
+    with cache_home() as tmp:
+        path = tmp / "repo" / ".docket" / "ledger.jsonl"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(encode(records, set()))
+        with index.opened(path) as ix:
+            got = index.text_points(ix.conn, query)
+    holds_nul = any("\x00" in r["text"] or "\x00" in (r.get("rationale") or "") for r in records if r["id"] in current)
+    if got is None:
+        assert holds_nul or "\x00" in query
+    else:
+        assert list(got.items()) == list(expected.items())
+    if not holds_nul and "\x00" not in query:
+        assert got is not None

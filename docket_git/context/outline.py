@@ -330,6 +330,10 @@ class Outline:
             stack.extend(depends.get(rid, ()))
         return targets
 
+    def text_points(self, query: str) -> dict[str, int] | None:
+        """A query's points per current record from an index (``IndexedOutline``); None: score the records."""
+        return None
+
     def scope_hits(
         self, matched: Mapping[str, tuple[int, bool]], weights: Mapping[str, int], span: int
     ) -> list[HitRow]:
@@ -594,6 +598,9 @@ class IndexedOutline(Outline):
                 degree = step(_NEXT_DEGREE, (pinned, degree)).fetchone()[0]
             pinned = step(_NEXT_PINNED, (pinned,)).fetchone()[0]
         return heapq.merge(*streams, reverse=True)
+
+    def text_points(self, query: str) -> dict[str, int] | None:
+        return ledger_index.text_points(self.ix.conn, query)
 
     def closure(self, hits: Iterable[str]) -> set[str]:
         targets = set(hits)

@@ -15,6 +15,7 @@ from collections.abc import Set as AbstractSet
 
 from docket_git.context import scope as scoping
 from docket_git.context.outline import Outline, references
+from docket_git.ledger.model import searchable
 from docket_git.plain import Plain
 
 COMPONENTS: tuple[str, ...] = ("scope", "text", "recency", "degree", "pinned")
@@ -59,16 +60,9 @@ class Score(Plain):
         return ", ".join(out)
 
 
-def _fields(record: dict) -> str:
-    parts = [record["id"], record["text"], record.get("rationale") or "", record.get("choice") or ""]
-    parts.extend(record.get("alternatives") or ())
-    parts.extend(record.get("scope") or ())
-    return " ".join(parts)
-
-
 def haystack(record: dict) -> str:
     """The casefolded text a query is matched in: id, text, rationale, choice, alternatives, scope."""
-    return _fields(record).casefold()
+    return searchable(record).casefold()
 
 
 def query_terms(query: str) -> list[str]:
@@ -89,7 +83,7 @@ def text_points(haystacks: dict[str, str], query: str) -> dict[str, int]:
 
 def record_points(records: list[dict], query: str) -> dict[str, int]:
     """``text_points`` over the haystacks of records (casefolded here in one go)."""
-    return _points([r["id"] for r in records], [_fields(r) for r in records], query)
+    return _points([r["id"] for r in records], [searchable(r) for r in records], query)
 
 
 def _points(ids: list[str], hays: list[str], query: str) -> dict[str, int]:
@@ -161,7 +155,8 @@ class Scoring:
         #: Records whose scope matched only through a renamed path.
         self.renamed: set[str] = {row[0] for row in rows if row[3]}
         if query.strip():
-            self.points = record_points(outline.many(list(outline.live)), query)
+            found = outline.text_points(query)  # from the index's haystack column, when it has one
+            self.points = found if found is not None else record_points(outline.many(list(outline.live)), query)
         else:
             self.points = {}
         #: In-degrees, and the reverse relation index expansion walks.

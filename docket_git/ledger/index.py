@@ -55,7 +55,7 @@ from docket_git.ledger.validate import Index as Known
 from docket_git.repo import files
 
 #: Bump when the tables or what fills them change: an index of another version is rebuilt.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 #: Checkpoints fall on the first line end at or after every BLOCK bytes.
 BLOCK = 1 << 16
 #: The proof of currency hashes this many bytes at the end of the indexed ledger.
@@ -97,8 +97,10 @@ CREATE TABLE records (
   supersedes TEXT NOT NULL,             -- JSON arrays of IDs, as recorded
   depends_on TEXT NOT NULL,
   answers TEXT NOT NULL,
-  degree INTEGER NOT NULL               -- references to it: supports, depends_on, answers (from any record)
+  degree INTEGER NOT NULL,              -- references to it: supports, depends_on, answers (from any record)
                                         -- and resolved_by; what the briefing's degree score counts
+  haystack TEXT                         -- what --query matches, casefolded: id, text, rationale, choice,
+                                        -- alternatives, scope joined by spaces; NULL when it holds a NUL
 );
 CREATE TABLE relations (
   source TEXT NOT NULL,                 -- the citing record
@@ -137,7 +139,7 @@ CREATE INDEX resolved_by_resolver ON resolved_by (resolver, question);
 #: The tables alone: a build creates the secondary indexes once its rows are in (several times faster).
 TABLES = SCHEMA[: SCHEMA.index("CREATE INDEX")]
 INDEXES = [line for line in SCHEMA.splitlines() if line.startswith("CREATE INDEX")]
-_RECORD_COLUMNS = 22
+_RECORD_COLUMNS = 23
 _INSERT_RECORD = f"INSERT INTO records VALUES ({', '.join('?' * _RECORD_COLUMNS)})"
 _GLOB = frozenset("*?[]")
 
@@ -591,6 +593,7 @@ def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple) -> N
                     _ids(depends_on),
                     _ids(answers),
                     0,
+                    _haystack(record),
                 ]
             )
             entry = {"id": rid, "kind": kind, "state": state}
@@ -846,7 +849,14 @@ def _record_row(seq: int, record: dict, view: dict, offset: int, end: int, line:
         _ids(record.get("depends_on")),
         _ids(record.get("answers")),
         0,  # degree: counted once the record's citers are in (_count_degrees, _settle_appended)
+        _haystack(record),
     )
+
+
+def _haystack(record: dict) -> str | None:
+    """The ``haystack`` column: ``model.searchable`` casefolded (None when it holds a NUL: SQL text stops there)."""
+    folded = model.searchable(record).casefold()
+    return None if "\x00" in folded else folded
 
 
 def _ids(values: list[str] | None) -> str:
@@ -1010,6 +1020,40 @@ def opened(ledger: Path) -> Iterator[Index]:
         yield index
     finally:
         index.close()
+
+
+_HOLDING = "SELECT seq, id FROM records WHERE retired_by = '' AND instr(haystack, ?) > 0"
+
+
+def text_points(conn: sqlite3.Connection, query: str) -> dict[str, int] | None:
+    """A query's points per current record (``score.text_points``), matched in the haystack column in SQL.
+
+    A term's weight is ``1000 * (N + 1 - df) // (N + 1)`` over the N current records; a record
+    holding the whole query as a phrase gains 1000 more. None when a current record's haystack
+    or the query holds a NUL (SQL text would stop there): the caller then scores decoded records.
+    """
+    folded = query.casefold()
+    terms = list(dict.fromkeys(folded.split()))
+    if not terms:
+        return {}
+    phrase = " ".join(folded.split())
+    if (
+        "\x00" in phrase
+        or conn.execute("SELECT 1 FROM records WHERE retired_by = '' AND haystack IS NULL LIMIT 1").fetchone()
+    ):
+        return None
+    n = conn.execute("SELECT count(*) FROM records INDEXED BY records_rank WHERE retired_by = ''").fetchone()[0]
+    points: dict[int, list] = {}  # seq -> [ID, points]: file order, as the records were scored
+    for needle, fixed in [*((term, None) for term in terms), (phrase, 1000)]:
+        hit = conn.execute(_HOLDING, (needle,)).fetchall()
+        weight = fixed if fixed is not None else 1000 * (n + 1 - len(hit)) // (n + 1)
+        for seq, rid in hit:
+            entry = points.get(seq)
+            if entry is None:
+                points[seq] = [rid, weight]
+            else:
+                entry[1] += weight
+    return {rid: p for _, (rid, p) in sorted(points.items()) if p > 0}
 
 
 def derived_for(conn: sqlite3.Connection, ids: list[str]) -> project.Derived:

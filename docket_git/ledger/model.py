@@ -180,3 +180,11 @@ def references(record: dict) -> list[tuple[str, str]]:
     for field in FLAT_RELATIONS:
         out.extend((field, ref) for ref in record.get(field) or [])
     return out
+
+
+def searchable(record: dict) -> str:
+    """The text a ``--query`` is matched in, before casefolding: id, text, rationale, choice, alternatives, scope."""
+    parts = [record["id"], record["text"], record.get("rationale") or "", record.get("choice") or ""]
+    parts.extend(record.get("alternatives") or ())
+    parts.extend(record.get("scope") or ())
+    return " ".join(parts)
