@@ -466,17 +466,10 @@ def _general(record: dict, kind: str, rid: str) -> tuple | None:
     keys = len(record)
     evidence = get("evidence")
     if evidence is not None or "evidence" in record:
-        if type(evidence) is not list:
+        inner = _evidence_keys(evidence)
+        if inner is None:
             return None
-        for item in evidence:
-            if type(item) is not dict or not model.EVIDENCE_KEYS.issuperset(item):
-                return None
-            ref = item.get("ref")
-            if type(ref) is not str or not ref:
-                return None
-            if type(item.get("checked_at", "")) is not str or type(item.get("commit", "")) is not str:
-                return None
-            keys += len(item)
+        keys += inner
     if kind == "decision":
         choice = get("choice")
         if type(choice) is not str or not choice:
@@ -498,6 +491,23 @@ def _general(record: dict, kind: str, rid: str) -> tuple | None:
         except (Invalid, ValueError):
             return None
     return supports, depends_on, answers, supersedes, keys
+
+
+def _evidence_keys(evidence: object) -> int | None:
+    """The keys a valid evidence list's items hold (what the line's key count adds), or None: not provably valid."""
+    if type(evidence) is not list:
+        return None
+    keys = 0
+    for item in evidence:
+        if type(item) is not dict or not model.EVIDENCE_KEYS.issuperset(item):
+            return None
+        ref = item.get("ref")
+        if type(ref) is not str or not ref:
+            return None
+        if type(item.get("checked_at", "")) is not str or type(item.get("commit", "")) is not str:
+            return None
+        keys += len(item)
+    return keys
 
 
 #: Every field docket writes for a record of each kind: the shape nearly every line has.
@@ -536,16 +546,10 @@ def _canonical(record: dict, kind: str) -> tuple | None:
     for group in supports:
         if type(group) is not list or not group or not _ids(group):
             return None
-    keys = len(record)
-    for item in evidence:
-        if type(item) is not dict or not model.EVIDENCE_KEYS.issuperset(item):
-            return None
-        ref = item.get("ref")
-        if type(ref) is not str or not ref:
-            return None
-        if type(item.get("checked_at", "")) is not str or type(item.get("commit", "")) is not str:
-            return None
-        keys += len(item)
+    inner = _evidence_keys(evidence)
+    if inner is None:
+        return None
+    keys = len(record) + inner
     if kind == "decision":
         choice = record["choice"]
         if type(choice) is not str or not choice or not _ids(record["alternatives"]):
