@@ -569,49 +569,21 @@ def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple) -> N
                 get("answers"),
                 get("supersedes"),
             )
-            rows.append(
-                [
-                    seq,
-                    rid,
-                    kind,
-                    state,
-                    state,
-                    "",
-                    (1 if state == "adopted" else 0) if kind == "decision" else None,
-                    1 if get("pinned") else 0,
-                    record["text"],
-                    get("choice") or "",
-                    get("rationale") or "",
-                    record["author"],
-                    record["ts"],
-                    record["session"],
-                    record["branch"],
-                    start,
-                    stop - start,
-                    sha256(view[start:stop]).hexdigest(),
-                    _ids(supersedes),
-                    _ids(depends_on),
-                    _ids(answers),
-                    0,
-                    _haystack(record),
-                ]
-            )
+            applicable = (1 if state == "adopted" else 0) if kind == "decision" else None
+            digest = sha256(view[start:stop]).hexdigest()
+            rows.append(_record_row(seq, record, state, "", applicable, start, stop - start, digest))
             entry = {"id": rid, "kind": kind, "state": state}
             if supports:
                 for n, group in enumerate(supports):
                     for target in group:
                         rels.append((rid, "supports", target, n))
                         degree[target] = degree.get(target, 0) + 1
-            if depends_on:
-                entry["depends_on"] = depends_on
-                for target in depends_on:
-                    rels.append((rid, "depends_on", target, None))
-                    degree[target] = degree.get(target, 0) + 1
-            if answers:
-                entry["answers"] = answers
-                for target in answers:
-                    rels.append((rid, "answers", target, None))
-                    degree[target] = degree.get(target, 0) + 1
+            for name, targets in (("depends_on", depends_on), ("answers", answers)):
+                if targets:
+                    entry[name] = targets
+                    for target in targets:
+                        rels.append((rid, name, target, None))
+                        degree[target] = degree.get(target, 0) + 1
             if supersedes:
                 entry["supersedes"] = supersedes
                 for target in supersedes:
@@ -824,9 +796,12 @@ def _derived_columns(view: dict) -> tuple[str, str, int | None]:
     return view["state"], view["retired_by"], None if applicable is None else int(applicable)
 
 
-def _record_row(seq: int, record: dict, view: dict, offset: int, end: int, line: bytes) -> tuple:
-    state, retired_by, applicable = _derived_columns(view)
-    return (
+def _record_row(
+    seq: int, record: dict, state: str, retired_by: str, applicable: int | None, offset: int, length: int, digest: str
+) -> list:
+    """A ``records`` row (a list: a build fills in retired_by and degree once they are known, ``_flush``)."""
+    get = record.get
+    return [
         seq,
         record["id"],
         record["kind"],
@@ -834,23 +809,23 @@ def _record_row(seq: int, record: dict, view: dict, offset: int, end: int, line:
         state,
         retired_by,
         applicable,
-        1 if record.get("pinned") else 0,
+        1 if get("pinned") else 0,
         record["text"],
-        record.get("choice") or "",
-        record.get("rationale") or "",
+        get("choice") or "",
+        get("rationale") or "",
         record["author"],
         record["ts"],
         record["session"],
         record["branch"],
         offset,
-        len(line),
-        hashlib.sha256(line).hexdigest(),
-        _ids(record.get("supersedes")),
-        _ids(record.get("depends_on")),
-        _ids(record.get("answers")),
-        0,  # degree: counted once the record's citers are in (_count_degrees, _settle_appended)
+        length,
+        digest,
+        _ids(get("supersedes")),
+        _ids(get("depends_on")),
+        _ids(get("answers")),
+        0,  # degree: counted once the record's citers are in (_count_degrees, _settle_appended, _flush)
         _haystack(record),
-    )
+    ]
 
 
 def _haystack(record: dict) -> str | None:
@@ -888,7 +863,8 @@ def _insert_new(
     rows, rels, scopes = [], [], []
     for i, (record, view, line, end) in enumerate(zip(new, views, lines, ends, strict=True)):
         offset = end - len(line) - (1 if data[end - 1 : end] == b"\n" else 0)
-        rows.append(_record_row(first + i, record, view, offset, end, line))
+        digest = hashlib.sha256(line).hexdigest()
+        rows.append(_record_row(first + i, record, *_derived_columns(view), offset, len(line), digest))
         r, s = _owned_rows(record)
         rels.extend(r)
         scopes.extend(s)
