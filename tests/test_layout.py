@@ -1,7 +1,7 @@
 """The package layout: imports point down only, and no room reaches into another's private names.
 
 Rooms, top to bottom (a room may import the rooms listed for it, and itself):
-``entry`` and ``cli`` above everything; ``errors``, ``plain`` and ``repo`` below everything.
+``entry`` and ``cli`` above everything; ``errors``, ``plain``, ``digest``, ``dirs`` and ``repo`` below everything.
 """
 
 from __future__ import annotations
@@ -13,10 +13,12 @@ import docket_git
 
 PACKAGE = Path(docket_git.__file__).parent
 
-BASE = {"errors", "plain", "repo"}
+BASE = {"errors", "plain", "digest", "dirs", "repo"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "plain": set(),
+    "digest": set(),
+    "dirs": set(),
     "repo": {"errors"},
     "ledger": BASE,
     "migrate": BASE | {"ledger"},

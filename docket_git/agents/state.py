@@ -1,6 +1,6 @@
 """Per-session memory for agent hooks: one small JSON file per session ID.
 
-Lives in the platformdirs user state directory, never in the repository;
+Lives in the user state directory (``dirs.state_dir``), never in the repository;
 entries untouched for 30 days are removed when a session writes (the
 directory is scanned for them at most once an hour).
 """
@@ -8,11 +8,12 @@ directory is scanned for them at most once an hour).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import time
 from pathlib import Path
+
+from docket_git.digest import sha256
 
 EXPIRY_SECONDS = 30 * 24 * 3600
 
@@ -22,15 +23,15 @@ _directories: list[Path] = []
 
 def _directory() -> Path:
     if not _directories:  # resolved once a process: a hook looks up several keys
-        from platformdirs import user_state_dir
+        from docket_git.dirs import state_dir
 
-        _directories.append(Path(user_state_dir("docket-git")) / "sessions")
+        _directories.append(Path(state_dir()) / "sessions")
     return _directories[0]
 
 
 def _file(session_id: str) -> Path:
     # Session IDs come from agents: hash them so no ID can name a path.
-    key = hashlib.sha256(session_id.encode("utf-8", "replace")).hexdigest()[:32]
+    key = sha256(session_id.encode("utf-8", "replace"))[:32]
     return _directory() / f"{key}.json"
 
 

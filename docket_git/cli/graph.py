@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -11,6 +10,7 @@ import typer
 
 from docket_git.cli.app import app
 from docket_git.cli.common import fail, ledger_path, read_snapshot, usage
+from docket_git.digest import sha256
 from docket_git.graph import export as exporters
 from docket_git.graph import projection
 
@@ -29,12 +29,12 @@ def _write(path: Path, text: str) -> None:
 
 def _default_page() -> Path:
     """The page's default home: the user cache dir, one file per ledger (never inside the repository)."""
-    from platformdirs import user_cache_dir
+    from docket_git.dirs import cache_dir
 
     where = ledger_path() or Path.cwd()
-    key = hashlib.sha256(str(where.resolve()).encode()).hexdigest()[:12]
+    key = sha256(str(where.resolve()).encode())[:12]
     name = where.resolve().parent.parent.name if ledger_path() else where.name
-    return Path(user_cache_dir("docket-git")) / "graph" / f"{name or 'ledger'}-{key}.html"
+    return Path(cache_dir()) / "graph" / f"{name or 'ledger'}-{key}.html"
 
 
 @app.command(rich_help_panel="Read")

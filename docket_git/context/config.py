@@ -7,10 +7,10 @@ anything but the defaults names the settings' 8-hex fingerprint in its header.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
+from docket_git.digest import sha256
 from docket_git.errors import LedgerError
 
 CONFIG_NAME = "config.toml"
@@ -127,4 +127,4 @@ def fingerprint(settings: Settings) -> str | None:
     if settings == DEFAULTS:
         return None
     canonical = json.dumps(settings, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()[:8]
+    return sha256(canonical.encode())[:8]

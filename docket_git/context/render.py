@@ -7,10 +7,10 @@ up exact lengths before it commits to a layout. Lengths are in characters
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 from docket_git.context.score import Score
+from docket_git.digest import sha256
 from docket_git.plain import Plain
 
 LEGEND = (
@@ -83,7 +83,7 @@ def files_line(files: list[str]) -> str:
     joined = one_line(", ".join(files))
     if len(joined) <= FILES_JOINED_MAX:
         return f"# files: {joined}\n"
-    digest = hashlib.sha256("\n".join(files).encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    digest = sha256("\n".join(files).encode("utf-8", "surrogatepass"))[:8]
     return f"# files: {len(files)} paths, {digest}: {clip(joined, FILES_CLIP)}\n"
 
 

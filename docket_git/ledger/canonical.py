@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 
+from docket_git.digest import sha256 as sha256
 from docket_git.ledger.model import ordered
 
 DIGEST_CHARS = 12
@@ -18,11 +18,6 @@ def dumps(record: dict) -> str:
 def line(record: dict) -> bytes:
     """The record as the UTF-8 bytes of one ledger line, newline included."""
     return (dumps(record) + "\n").encode("utf-8")
-
-
-def sha256(data: bytes | memoryview) -> str:
-    """The full SHA-256 hex digest of data."""
-    return hashlib.sha256(data).hexdigest()
 
 
 def short(digest: str) -> str:

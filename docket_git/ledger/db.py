@@ -4,7 +4,7 @@ Both docket's ledger index (``ledger.index``) and the typed ledgers'
 projections (``typed.replay``) live here: one placement in the user cache
 dir, one stat-based proof, one lock, one read-only query path.
 
-Self-contained (stdlib ``sqlite3``, platformdirs and ``repo.files`` for the safe read) so that any
+Self-contained (stdlib ``sqlite3``, ``dirs``, ``digest`` and ``repo.files`` for the safe read) so that any
 append-only file docket keeps can be projected the same way: a caller gives
 the source file, a fingerprint of everything else the projection depends on
 (code version, declaration), a ``build`` that fills an empty database from the
@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import os
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from docket_git.digest import sha256
 from docket_git.repo import files
 
 Build = Callable[[sqlite3.Connection, bytes], None]
@@ -42,10 +42,10 @@ _SOURCE_DDL = (
 
 def cache_path(kind: str, source: Path) -> Path:
     """Where the projection of source lives: the user cache dir, keyed by kind and the file's real path."""
-    from platformdirs import user_cache_dir
+    from docket_git.dirs import cache_dir
 
-    key = hashlib.sha256(str(source.resolve()).encode()).hexdigest()[:32]
-    return Path(user_cache_dir("docket-git")) / kind / f"{key}.sqlite"
+    key = sha256(str(source.resolve()).encode())[:32]
+    return Path(cache_dir()) / kind / f"{key}.sqlite"
 
 
 def file_stat(source: Path) -> tuple[int, int, int, int]:
@@ -111,10 +111,10 @@ def ensure(source: Path, db_path: Path, fingerprint: str, build: Build, extend: 
         data = files.read_bytes(source, None, files.LEDGER_CAP)  # never through a link, never unbounded
     except FileNotFoundError:
         data = b""
-    digest = hashlib.sha256(data).hexdigest()
+    digest = sha256(data)
     if row is not None and row[5] == fingerprint and row[4] is not None and extend is not None:
         old = row[0]
-        if len(data) >= old and hashlib.sha256(data[:old]).hexdigest() == row[4]:
+        if len(data) >= old and sha256(memoryview(data)[:old]) == row[4]:
             conn = writer(db_path)
             try:
                 if extend(conn, data, old):

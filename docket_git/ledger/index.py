@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import hashlib
 import json
 import os
 import sqlite3
@@ -50,7 +49,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from docket_git.errors import LedgerError, notice
-from docket_git.ledger import db, jsonl, model, project, recording, store
+from docket_git.ledger import canonical, db, jsonl, model, project, recording, store
 from docket_git.ledger.validate import Index as Known
 from docket_git.repo import files
 
@@ -268,7 +267,7 @@ def _meta(conn: sqlite3.Connection) -> dict:
 
 
 def _tail_digest(data: bytes | memoryview, length: int) -> str:
-    return hashlib.sha256(memoryview(data)[max(0, length - TAIL) : length]).hexdigest()
+    return canonical.sha256(memoryview(data)[max(0, length - TAIL) : length])
 
 
 def _read_tail(ledger: Path, length: int) -> bytes | None:
@@ -299,7 +298,7 @@ def _proven(conn: sqlite3.Connection, ledger: Path, data: bytes | None = None) -
     if size != meta.get("length"):
         return False  # an unfinished batch or a torn line lies beyond: read it the long way
     tail = _read_tail(ledger, size) if data is None else (data[max(0, size - TAIL) :] if len(data) == size else None)
-    return tail is not None and hashlib.sha256(tail).hexdigest() == meta.get("tail_digest")
+    return tail is not None and canonical.sha256(tail) == meta.get("tail_digest")
 
 
 def open_index(ledger: Path) -> Index:
@@ -549,7 +548,8 @@ def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple) -> N
     degree: dict[str, int] = {}
     record_ends: list[int] = []
     seq = 0
-    sha256 = hashlib.sha256
+    from hashlib import sha256  # every line of a build: OpenSSL's (see digest.SMALL)
+
     view = memoryview(data)
     kinds = _SCOPE_KINDS
     held: list[list] = []  # the previous slice's rows: citations from the next slice are counted first
@@ -680,7 +680,7 @@ def _shared_prefix(conn: sqlite3.Connection, data: bytes) -> tuple[int, int, int
     shared = kept = lines = start = 0
     rows = conn.execute("SELECT end_offset, records, lines, digest FROM checkpoints ORDER BY end_offset")
     for end, records, newlines, digest in rows:
-        if end > len(data) or hashlib.sha256(view[start:end]).hexdigest() != digest:
+        if end > len(data) or canonical.sha256(view[start:end]) != digest:
             break
         shared, kept, lines, start = end, records, newlines, end
     return shared, kept, lines
@@ -704,7 +704,7 @@ def _checkpoints(
         else:
             count = records_before + bisect.bisect_right(ends, end)
         lines += data.count(b"\n", pos, end)
-        yield end, count, lines, hashlib.sha256(view[pos:end]).hexdigest()
+        yield end, count, lines, canonical.sha256(view[pos:end])
         pos = end
 
 
@@ -863,7 +863,7 @@ def _insert_new(
     rows, rels, scopes = [], [], []
     for i, (record, view, line, end) in enumerate(zip(new, views, lines, ends, strict=True)):
         offset = end - len(line) - (1 if data[end - 1 : end] == b"\n" else 0)
-        digest = hashlib.sha256(line).hexdigest()
+        digest = canonical.sha256(line)
         rows.append(_record_row(first + i, record, *_derived_columns(view), offset, len(line), digest))
         r, s = _owned_rows(record)
         rels.extend(r)
@@ -1115,7 +1115,7 @@ def _read_lines(ix: Index, spans: list[tuple[int, int, str]]) -> list[bytes] | N
         out = []
         for offset, length, digest in spans:
             line = os.pread(fd, length, offset)
-            if hashlib.sha256(line).hexdigest() != digest:
+            if canonical.sha256(line) != digest:
                 return None  # the file changed since it was proven: take the long way
             out.append(line)
         return out
@@ -1130,7 +1130,7 @@ def prefix_digest(ix: Index, rid: str) -> str:
     if row is None:
         raise KeyError(rid)
     end = min(row[0] + row[1] + 1, len(data))
-    return hashlib.sha256(memoryview(data)[:end]).hexdigest()
+    return canonical.sha256(memoryview(data)[:end])
 
 
 def ledger_bytes(ix: Index) -> bytes:
@@ -1181,7 +1181,7 @@ def revision(ix: Index) -> tuple[str, int]:
     data = ledger_bytes(ix)
     meta = _meta(ix.conn)
     end = records_end(data, meta.get("length", 0))
-    digest = hashlib.sha256(memoryview(data)[:end]).hexdigest()
+    digest = canonical.sha256(memoryview(data)[:end])
     _file_revision(ix, meta, digest, end)
     return digest, end
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import stat
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from docket_git.digest import sha256
 from docket_git.ledger.recording import UsageError
 from docket_git.ledger.store import LedgerError
 from docket_git.repo import files
@@ -152,13 +152,12 @@ def parse(path: Path, text: str) -> tuple[dict[str, str], list[fmt.Block]]:
 
 
 def _pointer(cwd: Path) -> Path:
-    from platformdirs import user_state_dir
-
+    from docket_git.dirs import state_dir
     from docket_git.ledger.store import find_repo_root
 
     key = str((find_repo_root(cwd) or cwd).resolve())
-    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    return Path(user_state_dir("docket-git")) / "context-ledger" / f"active-{digest}"
+    digest = sha256(key.encode())[:16]
+    return Path(state_dir()) / "context-ledger" / f"active-{digest}"
 
 
 def set_active(cwd: Path, path: Path) -> None:
