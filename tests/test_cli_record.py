@@ -111,10 +111,10 @@ def test_write_time_refusals_leave_the_ledger_alone(repo: Repo) -> None:
 
 def test_hints_go_to_stderr(repo: Repo) -> None:
     result = repo.ok("decision", "Ship it", "--choice", "now")
-    assert "docket: d1: no --scope: this record competes for room in every briefing" in result.err
-    assert "docket: d1: no --alternative: name what the choice beat" in result.err
-    assert "docket: d1: no --rationale" in result.err
-    assert "docket: d1: no --cost" in result.err
+    assert "docket: d1 recorded without --scope: this record competes for room in every briefing" in result.err
+    assert "docket: d1 recorded without --alternative: name what the choice beat" in result.err
+    assert "docket: d1 recorded without --rationale" in result.err
+    assert "docket: d1 recorded without --cost" in result.err
     quiet = repo.ok("claim", "Fine", "--scope", "a.py", "--rationale", "why", "--cost", "little")
     assert quiet.err == ""
 
@@ -298,7 +298,7 @@ def test_blank_text_and_control_characters_are_refused(repo: Repo) -> None:
 
 def test_batch_advice_names_json_fields_and_errors_name_the_line(repo: Repo) -> None:
     result = repo.ok("record", "-", input='{"kind":"claim","text":"one"}\n')
-    assert 'c1: no "rationale"' in result.err and "--rationale" not in result.err
+    assert 'c1 recorded without "rationale"' in result.err and "--rationale" not in result.err
     bad_ref = repo.docket(
         "record", "-", input='{"kind":"claim","text":"a"}\n{"kind":"claim","text":"b","supports":[["@5"]]}\n'
     )

@@ -176,13 +176,13 @@ def hints(record: dict, *, batch: bool = False) -> list[str]:
 
     out = []
     if not record.get("scope"):
-        out.append(f"{rid}: no {name('scope')}: this record competes for room in every briefing")
+        out.append(f"{rid} recorded without {name('scope')}: this record competes for room in every briefing")
     if record["kind"] == "decision" and not record.get("alternatives"):
-        out.append(f"{rid}: no {name('alternatives')}: name what the choice beat, if anything did")
+        out.append(f"{rid} recorded without {name('alternatives')}: name what the choice beat, if anything did")
     if not record.get("rationale"):
-        out.append(f"{rid}: no {name('rationale')}: say why, when the text does not")
+        out.append(f"{rid} recorded without {name('rationale')}: say why, when the text does not")
     if not record.get("cost_if_wrong") and record["kind"] != "question":
-        out.append(f"{rid}: no {name('cost_if_wrong')}: say what breaks if this turns out wrong")
+        out.append(f"{rid} recorded without {name('cost_if_wrong')}: say what breaks if this turns out wrong")
     return out
 
 
