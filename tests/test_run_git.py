@@ -102,3 +102,29 @@ def test_does_not_import_subprocess(bare_repo: Repo) -> None:
     proc = subprocess.run([sys.executable, "-c", code, str(bare_repo.path)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "False"
+
+
+def test_a_prefetched_git_answers_the_same_call_once(bare_repo: Repo) -> None:
+    (bare_repo.path / "new.txt").write_text("x\n")
+    gitio.prefetch(bare_repo.path, *gitio.STATUS)
+    (pid, _, _) = gitio._prefetched[(os.fspath(bare_repo.path), gitio.STATUS)]
+    early = gitio.run_git(bare_repo.path, *gitio.STATUS)
+    assert early == old(bare_repo.path, *gitio.STATUS) and early is not None and b"new.txt" in early
+    assert not gitio._prefetched
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # the prefetched git was read and reaped, not left beside a second one
+    (bare_repo.path / "later.txt").write_text("y\n")
+    again = gitio.run_git(bare_repo.path, *gitio.STATUS)  # not prefetched any more: a fresh git
+    assert again is not None and b"later.txt" in again
+
+
+def test_other_calls_do_not_take_a_prefetched_git_and_drop_reaps_it(bare_repo: Repo) -> None:
+    gitio.prefetch(bare_repo.path, "rev-parse", "--show-toplevel")
+    assert gitio.run_git(bare_repo.path, "rev-parse", "--git-dir") == old(bare_repo.path, "rev-parse", "--git-dir")
+    assert len(gitio._prefetched) == 1
+    pid = next(iter(gitio._prefetched.values()))[0]
+    gitio.drop_prefetched()
+    assert not gitio._prefetched
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+    gitio.drop_prefetched()  # nothing left: a no-op

@@ -16,7 +16,7 @@ from pathlib import Path
 
 # typing.TYPE_CHECKING without importing typing (a few ms of every hook's start); type
 # checkers read the name the same way. The guard (regexes, shlex) and the session state
-# (hashlib, platformdirs) are imported by the paths that use them, not at start.
+# (the state directory) are imported by the paths that use them, not at start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from docket_git.context.outline import Outline
@@ -263,11 +263,10 @@ def _repeat_window() -> float:
         return REPEAT_SECONDS
 
 
-def _worktree(cwd: Path) -> str:
+def _ledger(cwd: Path) -> Path | None:
     from docket_git.ledger import store
 
-    ledger = store.find_ledger(cwd)
-    return str((ledger.parent.parent if ledger else cwd).resolve())
+    return store.find_ledger(cwd)
 
 
 def session_start(payload: dict, agent: str) -> None:
@@ -279,7 +278,6 @@ def session_start(payload: dict, agent: str) -> None:
     transcript's, else the last briefing given in this worktree.
     """
     from docket_git.agents import state as hookstate
-    from docket_git.context import build_briefing, envelope
 
     source = str(payload.get("source") or payload.get("trigger") or "startup")
     cwd = cwd_of(payload)
@@ -290,7 +288,8 @@ def session_start(payload: dict, agent: str) -> None:
     transcript_key = f"transcript:{transcript}" if isinstance(transcript, str) and transcript else ""
     key = session or transcript_key
     window = _repeat_window()
-    worktree_key = f"worktree:{_worktree(cwd)}"
+    ledger = _ledger(cwd)
+    worktree_key = f"worktree:{(ledger.parent.parent if ledger else cwd).resolve()}"
     state = hookstate.load(session) or hookstate.load(transcript_key)
     if source == "startup":
         repeat = hookstate.recent(f"any:{key}", window) or (
@@ -306,12 +305,21 @@ def session_start(payload: dict, agent: str) -> None:
     worktree = hookstate.load(worktree_key)
     # startup, clear and compact leave the agent with no record in context: brief in full.
     since = (state.get("baseline") or worktree.get("baseline")) if source == "resume" else None
+    if ledger is not None and not since:
+        from docket_git.context import scope
+
+        scope.prefetch(ledger.parent.parent)  # git reads the work at hand while the briefing's modules load
+    from docket_git.context import build_briefing, envelope
+    from docket_git.repo import gitio
+
     try:
         briefing = build_briefing(cwd, max_chars=CONTEXT_LIMITS[agent], since=since or None)
     except Exception as exc:
         if not _brief_during_conflict(cwd, agent):
             raise exc from None
         return
+    finally:
+        gitio.drop_prefetched()
     for note in briefing.notes:
         _note(note)
     if not briefing.text:

@@ -151,6 +151,15 @@ def auto_scope(root: Path, limit: int) -> list[str]:
         return []
 
 
+def prefetch(root: Path) -> None:
+    """Start auto-scope's git commands for root now (a session hook, before it imports the briefing)."""
+    from docket_git.repo import gitio
+
+    work = gitio.work_tree_of(root)
+    if work is not None:
+        gitio.prefetch_work_at_hand(work)
+
+
 def _from_git(root: Path) -> list[str]:
     from docket_git.repo import gitio
 

@@ -179,10 +179,47 @@ def run_git(cwd: Path, *args: str) -> bytes | None:
     four times and needs nothing else from that module, whose import (signal,
     threading, selectors, locale) cost the hook more than its own side of the
     git calls. Without ``posix_spawnp`` (not a POSIX system), ``subprocess``.
+    A git that ``prefetch`` started with the same cwd and arguments is read instead.
     """
-    if not hasattr(os, "posix_spawnp"):
-        return _run_git_subprocess(cwd, *args)
-    import select
+    started = _prefetched.pop((os.fspath(cwd), args), None)
+    if started is None:
+        if not hasattr(os, "posix_spawnp"):
+            return _run_git_subprocess(cwd, *args)
+        started = _spawn(cwd, args)
+        if started is None:
+            return None
+    return _collect(*started)
+
+
+#: Gits started ahead of need: (cwd, args) -> (pid, read end of its stdout, deadline).
+_prefetched: dict[tuple[str, tuple[str, ...]], tuple[int, int, float]] = {}
+
+
+def prefetch(cwd: Path, *args: str) -> None:
+    """Start ``git ARGS`` in cwd now, so its output is ready when ``run_git`` asks for it.
+
+    A session hook starts auto-scope's git commands before importing the
+    briefing: git runs on another core while Python loads. What nobody asks
+    for is ended by ``drop_prefetched`` (or with the process).
+    """
+    key = (os.fspath(cwd), args)
+    if key in _prefetched or not hasattr(os, "posix_spawnp"):
+        return
+    started = _spawn(cwd, args)
+    if started is not None:
+        _prefetched[key] = started
+
+
+def drop_prefetched() -> None:
+    """End and reap every prefetched git nobody read."""
+    while _prefetched:
+        pid, read_end, _ = _prefetched.popitem()[1]
+        os.close(read_end)
+        _kill(pid)
+
+
+def _spawn(cwd: Path, args: tuple[str, ...]) -> tuple[int, int, float] | None:
+    """(pid, read end of its stdout, deadline) of a started ``git -C cwd ARGS``; None without git."""
     import time
 
     deadline = time.monotonic() + GIT_TIMEOUT
@@ -198,6 +235,14 @@ def run_git(cwd: Path, *args: str) -> bytes | None:
         return None
     finally:
         os.close(write_end)
+    return pid, read_end, deadline
+
+
+def _collect(pid: int, read_end: int, deadline: float) -> bytes | None:
+    """Everything a spawned git writes, if it exits 0 before deadline; else None (killed when late)."""
+    import select
+    import time
+
     chunks = []
     try:
         while True:
@@ -358,6 +403,12 @@ def recent_commit_paths(work: Path, limit: int) -> Iterator[list[str]]:
 
 
 _TOUCHED = ("diff-tree", "-m", "--root", "--no-commit-id", "--name-only", "-r", "-z")
+
+
+def prefetch_work_at_hand(work: Path) -> None:
+    """Start ``status_paths``'s git and ``recent_commit_paths``' first one in work (see ``prefetch``)."""
+    prefetch(work, *STATUS)
+    prefetch(work, *_TOUCHED, "HEAD", "--")
 
 
 def _git_dirs(start: Path) -> tuple[Path, Path] | None:
