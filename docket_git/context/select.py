@@ -634,12 +634,15 @@ class _Selector:
         def fits(j: int, k: int) -> bool:
             return k <= most and fixed + 1 + index_len(j, k) + footer_len(j + k) <= hard
 
-        def most_names(j: int) -> int:
-            """The largest k (names after j lines) that fits, or -1 when none does."""
+        def most_names(j: int, need: int) -> int:
+            """The largest k (names after j lines) that fits, or -1 when none with j + k >= need does."""
             if fits(j, d - j):
                 return d - j
-            # Below d - j the length grows with k: a name costs more than any digit it saves.
-            lo, hi = -1, d - j - 1
+            # Below d - j the length grows with k: a name costs more than any digit it saves. So when
+            # the fewest names that would do (need - j) do not fit, no more do.
+            lo, hi = max(0, need - j), d - j - 1
+            if lo > hi or not fits(j, lo):
+                return -1
             while lo < hi:
                 mid = (lo + hi + 1) // 2
                 if fits(j, mid):
@@ -658,12 +661,12 @@ class _Selector:
 
         for need in (d, w):  # step 3: every deferred record named; step 4: at least the window
             for j in range(w - 1, -1, -1):
-                k = most_names(j)
-                if k >= 0 and j + k >= need:
+                k = most_names(j, need)
+                if k >= 0:
                     text = text_for(j, k)
                     if len(text) <= hard:  # the arithmetic above is exact; this keeps the ceiling regardless
                         return text
-        k = most_names(0)  # step 5
+        k = most_names(0, 0)  # step 5
         text = text_for(0, k) if k >= 0 else ""
         return text if text and len(text) <= hard else None
 
