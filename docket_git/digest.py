@@ -8,6 +8,11 @@ prefixes, builds) take it, imported when first needed.
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
 try:  # CPython's own SHA-256: _sha256 on 3.11, _sha2 from 3.12
     from _sha256 import sha256 as _builtin
 except ImportError:  # pragma: no cover - the interpreter decides
@@ -22,8 +27,13 @@ SMALL = 1 << 18
 
 def sha256(data: bytes | memoryview) -> str:
     """The full SHA-256 hex digest of data."""
-    if _builtin is not None and len(data) < SMALL:
-        return _builtin(data).hexdigest()
-    import hashlib
+    return constructor(len(data))(data).hexdigest()
 
-    return hashlib.sha256(data).hexdigest()
+
+def constructor(total: int) -> Callable[[bytes | memoryview], Any]:
+    """The SHA-256 constructor to hash ``total`` bytes with, in one piece or many (lines, blocks)."""
+    if _builtin is not None and total < SMALL:
+        return _builtin
+    from hashlib import sha256 as openssl
+
+    return openssl

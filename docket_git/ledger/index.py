@@ -48,6 +48,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from docket_git.digest import constructor as sha256_for
 from docket_git.errors import LedgerError, notice
 from docket_git.ledger import canonical, db, jsonl, model, project, recording, store
 from docket_git.ledger.validate import Index as Known
@@ -548,7 +549,7 @@ def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple) -> N
     degree: dict[str, int] = {}
     record_ends: list[int] = []
     seq = 0
-    from hashlib import sha256  # every line of a build: OpenSSL's (see digest.SMALL)
+    sha256 = sha256_for(len(data))
 
     view = memoryview(data)
     kinds = _SCOPE_KINDS
@@ -676,11 +677,12 @@ def _settled(
 
 def _shared_prefix(conn: sqlite3.Connection, data: bytes) -> tuple[int, int, int]:
     """(bytes, records, lines) of the indexed prefix data still starts with, to the last matching checkpoint."""
+    sha256 = sha256_for(len(data))
     view = memoryview(data)
     shared = kept = lines = start = 0
     rows = conn.execute("SELECT end_offset, records, lines, digest FROM checkpoints ORDER BY end_offset")
     for end, records, newlines, digest in rows:
-        if end > len(data) or canonical.sha256(view[start:end]) != digest:
+        if end > len(data) or sha256(view[start:end]).hexdigest() != digest:
             break
         shared, kept, lines, start = end, records, newlines, end
     return shared, kept, lines
@@ -693,6 +695,7 @@ def _checkpoints(
 
     ``ends``: the offset just past each record's line from start on, when the caller has them (no line is split again).
     """
+    sha256 = sha256_for(length - start)
     view = memoryview(data)
     pos = start
     count, lines = records_before, lines_before
@@ -704,7 +707,7 @@ def _checkpoints(
         else:
             count = records_before + bisect.bisect_right(ends, end)
         lines += data.count(b"\n", pos, end)
-        yield end, count, lines, canonical.sha256(view[pos:end])
+        yield end, count, lines, sha256(view[pos:end]).hexdigest()
         pos = end
 
 
