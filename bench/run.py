@@ -50,6 +50,8 @@ class Case:
     stdin: str | None = None
     #: docket arguments run, untimed, before each timed run (e.g. an append the run must take in).
     before: list[str] | None = None
+    #: git arguments run, untimed, before each timed run (e.g. switching to the other branch).
+    git_before: list[str] | None = None
 
 
 def dirty_tree(repo: Path) -> None:
@@ -71,6 +73,30 @@ def session_start(source: str, note: str, *, appended: bool = False) -> Case:
     return Case(["hook", "session-start"], note, stdin=stdin, prepare=lambda repo: None, before=APPEND)
 
 
+#: Records each side of the branch-switch case appended after the branches parted.
+DIVERGED = 20
+
+
+def two_branches(repo: Path) -> None:
+    """Branch ``other`` from main with the last DIVERGED records' texts rewritten and committed.
+
+    Both branches share every earlier byte of the ledger (the shared prefix a
+    switch keeps) and hold as many records, with the same IDs and relations.
+    """
+    env = base_env()
+    ledger = repo / ".docket" / "ledger.jsonl"
+    lines = ledger.read_bytes().splitlines(keepends=True)
+    tail = []
+    for line in lines[-DIVERGED:]:
+        record = json.loads(line)
+        record["text"] = "On the other branch: " + record["text"]
+        tail.append((json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode())
+    git(repo, "checkout", "-q", "-b", "other", env=env)
+    ledger.write_bytes(b"".join(lines[:-DIVERGED] + tail))
+    git(repo, "commit", "-q", "-am", "the other branch's records", env=env)
+    git(repo, "checkout", "-q", "main", env=env)
+
+
 CASES: dict[str, Case] = {
     "context": Case(["context"], "bare, as a session hook runs it: auto-scope from the last commit"),
     "context-dirty": Case(["context"], "auto-scope from changed and untracked files", prepare=dirty_tree),
@@ -84,6 +110,13 @@ CASES: dict[str, Case] = {
         "startup",
         "agent session start after another session appended a record (the cached outline grows)",
         appended=True,
+    ),
+    "hook-switch": Case(
+        ["hook", "session-start"],
+        f"agent session start right after a branch switch: the ledgers share all but the last {DIVERGED} records",
+        stdin='{"session_id": "bench", "source": "startup", "cwd": "{cwd}"}',
+        prepare=two_branches,
+        git_before=["checkout", "-q", "-"],
     ),
     "hook-resume": session_start("resume", "agent resume: the delta since this session's baseline"),
     "hook-resume-after-append": session_start(
@@ -238,17 +271,22 @@ def measure(name: str, case: Case, n: int, *, runs: int, seed: int) -> dict:
     cmd = [docket_command(), *(arg.replace("{first}", first).replace("{last}", last) for arg in case.args)]
     before = [docket_command(), *case.before] if case.before else None
     cold: list[float] = []
-    for _ in range(runs):
-        shutil.rmtree(cache, ignore_errors=True)
+
+    def prepare_run() -> None:
+        if case.git_before:
+            git(cwd, *case.git_before, env=env)
         if before:
             run_once(before, cwd, env)
+
+    for _ in range(runs):
+        shutil.rmtree(cache, ignore_errors=True)
+        prepare_run()
         seconds, chars = run_once(cmd, cwd, env, case.stdin)
         cold.append(seconds)
     run_once(cmd, cwd, env, case.stdin)  # fill the cache
     warm = []
     for _ in range(runs):
-        if before:
-            run_once(before, cwd, env)
+        prepare_run()
         warm.append(run_once(cmd, cwd, env, case.stdin)[0])
     return {
         "case": name,

@@ -129,11 +129,43 @@ EDITS = st.lists(
 )
 
 
+def unlinked(record: dict) -> dict:
+    """The record with no relations: what another branch might have recorded instead (still valid)."""
+    return {**record, "supports": [], "depends_on": [], "answers": [], "supersedes": []}
+
+
+#: Edits that change which records supersede, answer and depend on which: a checkout of an older
+#: commit (rewind), a branch whose records cite nothing (unlink), and back (grow, branch).
+RELINKS = st.lists(
+    st.one_of(
+        st.tuples(st.just("rewind"), st.integers(1, 70)),
+        st.tuples(st.just("unlink"), st.integers(0, 70)),
+        st.tuples(st.just("grow"), st.integers(1, 70)),
+        st.tuples(st.just("branch"), st.integers(0, 70)),
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(records=ledgers(), first=st.integers(1, 70), edits=EDITS, block=st.sampled_from([64, 512, 1 << 16]))
 def test_index_equals_a_fresh_projection_after_any_edit_sequence(
     records: list[dict], first: int, edits: list[tuple[str, int]], block: int
 ) -> None:
+    run_edits(records, first, edits, block)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(records=ledgers(), first=st.integers(1, 70), edits=RELINKS, block=st.sampled_from([64, 512]))
+def test_index_settles_only_what_a_tail_rewrite_changes_and_still_equals_a_fresh_projection(
+    records: list[dict], first: int, edits: list[tuple[str, int]], block: int
+) -> None:
+    """Supersessions, answers and prerequisites that come and go with a branch's tail (_settle_changed)."""
+    run_edits(records, first, edits, block)
+
+
+def run_edits(records: list[dict], first: int, edits: list[tuple[str, int]], block: int) -> None:
     old_block = index.BLOCK
     index.BLOCK = block  # small blocks: many checkpoints, so tail rewrites keep a shared prefix
     try:
@@ -149,6 +181,12 @@ def test_index_equals_a_fresh_projection_after_any_edit_sequence(
                     path.write_bytes(encode(shown))
                 elif op == "branch":
                     shown = rewritten(shown, min(arg, len(shown)), f"b{n}")
+                    path.write_bytes(encode(shown))
+                elif op == "rewind":
+                    shown = shown[: max(0, len(shown) - arg)]
+                    path.write_bytes(encode(shown))
+                elif op == "unlink":
+                    shown = [r if i < arg else unlinked(r) for i, r in enumerate(shown)]
                     path.write_bytes(encode(shown))
                 elif op == "same-length" and shown:
                     # Same length, same mtime: only the content (and ctime) differ.
@@ -197,6 +235,48 @@ def test_a_tail_rewrite_reindexes_only_past_the_shared_checkpoint(tmp_path: Path
     assert actual(ix.conn) == expected(data, other)
     texts = [t for (t,) in ix.conn.execute("SELECT text FROM records WHERE seq >= 700")]
     assert texts and all(t.startswith("PREMISE") for t in texts)
+
+
+def test_a_branch_switch_settles_chains_of_prerequisites_both_ways(tmp_path: Path, monkeypatch) -> None:
+    """A supersession in a branch's tail blocks d2 through c1 and d3 through d2; switching back unblocks both.
+
+    Hundreds of filler records sit between the chain and the tail, so each switch is an update past a
+    shared block (never a rebuild), and the question answered by d3 follows its resolver.
+    """
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = tmp_path / "repo" / ".docket" / "ledger.jsonl"
+    path.parent.mkdir(parents=True)
+    chain = [
+        rec("c1", state="accepted"),
+        rec("q2"),
+        rec("d3", depends_on=["c1"]),
+        rec("d4", depends_on=["d3"], answers=["q2"]),
+        rec("d5", supports=[["d4"]], depends_on=["d4"]),
+    ]
+    filler = [rec(f"c{i}", "filler " + "x" * 300, state="accepted") for i in range(6, 600)]
+    main = chain + filler + [rec("c600", "main's tail")]
+    topic = chain + filler + [rec("c600", "topic's tail", state="accepted", supersedes=["c1"])]
+    for records in (main, topic, main, topic[:-1], topic):
+        path.write_bytes(encode(records))
+        ix = check(path, records)
+        assert ix.how in ("rebuilt", "updated", "current")
+    ix = index.open_index(path)
+    try:
+        states = dict(ix.conn.execute("SELECT id, applicable FROM records WHERE kind = 'decision'").fetchall())
+        assert states == {"d3": 0, "d4": 0, "d5": 0}
+        assert ix.conn.execute("SELECT state FROM records WHERE id = 'q2'").fetchone()[0] == "open"
+    finally:
+        ix.close()
+    path.write_bytes(encode(main))
+    ix = index.open_index(path)
+    try:
+        assert ix.how == "updated"
+        states = dict(ix.conn.execute("SELECT id, applicable FROM records WHERE kind = 'decision'").fetchall())
+        assert states == {"d3": 1, "d4": 1, "d5": 1}
+        assert ix.conn.execute("SELECT state FROM records WHERE id = 'q2'").fetchone()[0] == "resolved"
+        assert actual(ix.conn) == expected(path.read_bytes(), main)
+    finally:
+        ix.close()
 
 
 def test_a_foreign_version_index_is_rebuilt_silently(tmp_path: Path, monkeypatch) -> None:

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import heapq
 import json
 import os
 import sqlite3
@@ -484,10 +485,9 @@ def update(
                 conn.execute("COMMIT")
                 return "rebuilt"
             total = conn.execute("SELECT count(*) FROM records").fetchone()[0]
-            if kept < total:
-                _truncate(conn, kept)
+            removed = _truncate(conn, kept) if kept < total else []
             snap = store.parse(ledger, data, records=False, start=shared, line_no=lines, known=known(conn, kept))
-            how = _apply(conn, data, shared, kept, lines, snap, appended_only=total == kept)
+            how = _apply(conn, data, shared, kept, lines, snap, removed)
             _write_meta(
                 conn, ledger, stat, data, snap.valid_length, lines + data.count(b"\n", shared, snap.valid_length)
             )
@@ -735,10 +735,12 @@ def _apply(
     kept: int,
     lines: int,
     snap: store.Snapshot,
-    *,
-    appended_only: bool,
+    removed: list[tuple[str, str, str]],
 ) -> str:
-    """Index the records validation found past ``shared`` after the first ``kept`` (the rest are truncated already)."""
+    """Index the records validation found past ``shared`` after the first ``kept`` (the rest are truncated already).
+
+    ``removed``: the (source, type, target) relations of the records truncated (``_truncate``).
+    """
     length = snap.valid_length
     found, ends = jsonl.whole_lines(data, shared, length)
     new = snap.tail
@@ -757,41 +759,28 @@ def _apply(
     conn.executemany(
         "INSERT INTO checkpoints VALUES (?, ?, ?, ?)", _checkpoints(data, start, before, before_lines, length)
     )
-    if appended_only and not any(r.get("supersedes") for r in new):
+    if not removed and not any(r.get("supersedes") for r in new):
         _settle_appended(conn, kept, new, found, ends, data)
     else:
-        _settle_all(conn, _stored_rows(conn), new, found, ends, data, first=kept)
+        _settle_changed(conn, kept, removed, new, found, ends, data)
     return "updated"
 
 
-def _truncate(conn: sqlite3.Connection, kept: int) -> None:
-    """Forget the records from position ``kept`` on, and every row they own."""
+def _truncate(conn: sqlite3.Connection, kept: int) -> list[tuple[str, str, str]]:
+    """Forget the records from position ``kept`` on, and every row they own; returns their relations."""
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS gone (id TEXT PRIMARY KEY)")
     conn.execute("DELETE FROM gone")
     conn.execute("INSERT INTO gone SELECT id FROM records WHERE seq >= ?", (kept,))
+    removed = conn.execute(
+        "SELECT source, type, target FROM relations WHERE source IN (SELECT id FROM gone)"
+    ).fetchall()
     conn.execute("DELETE FROM relations WHERE source IN (SELECT id FROM gone)")
     conn.execute("DELETE FROM scopes WHERE record IN (SELECT id FROM gone)")
+    conn.execute("DELETE FROM blocked_by WHERE decision IN (SELECT id FROM gone)")
+    # Questions a gone record resolved are settled again (_settle_changed); their rows go with them.
+    conn.execute("DELETE FROM resolved_by WHERE question IN (SELECT id FROM gone) OR resolver IN (SELECT id FROM gone)")
     conn.execute("DELETE FROM records WHERE seq >= ?", (kept,))
-
-
-def _stored_rows(conn: sqlite3.Connection) -> list[dict]:
-    """The structural fields of every indexed record, in file order: what projection reads."""
-    rows = []
-    loads = json.loads
-    for rid, kind, state, supersedes, depends, answers in conn.execute(
-        "SELECT id, kind, recorded_state, supersedes, depends_on, answers FROM records ORDER BY seq"
-    ):
-        rows.append(
-            {
-                "id": rid,
-                "kind": kind,
-                "state": state,
-                "supersedes": loads(supersedes) if supersedes != "[]" else (),
-                "depends_on": loads(depends) if depends != "[]" else (),
-                "answers": loads(answers) if answers != "[]" else (),
-            }
-        )
-    return rows
+    return removed
 
 
 def _derived_columns(view: dict) -> tuple[str, str, int | None]:
@@ -826,7 +815,7 @@ def _record_row(
         _ids(get("supersedes")),
         _ids(get("depends_on")),
         _ids(get("answers")),
-        0,  # degree: counted once the record's citers are in (_count_degrees, _settle_appended, _flush)
+        0,  # degree: counted once the record's citers are in (_settle_changed, _settle_appended, _flush)
         _haystack(record),
     ]
 
@@ -876,51 +865,211 @@ def _insert_new(
     conn.executemany("INSERT INTO scopes VALUES (?, ?, ?)", scopes)
 
 
-def _settle_all(
+def _settle_changed(
     conn: sqlite3.Connection,
-    old: list[dict],
+    first: int,
+    removed: list[tuple[str, str, str]],
     new: list[dict],
     lines: list[bytes],
     ends: list[int],
     data: bytes,
-    first: int = 0,
 ) -> None:
-    """Derive every record's state again (``project.derive``); write the new rows and the changed old ones."""
-    records = old + new
-    derived = project.derive(records)
-    views = [project.view(r, derived) for r in new]
-    _insert_new(conn, first, new, views, lines, ends, data)
+    """Index new records after a tail rewrite or a supersession, settling only what they change.
+
+    Derived state flows forward (validation forbids forward references): a
+    kept record's state can change only through what a removed or new record
+    supersedes or answers, and then through the decisions that depend on it.
+    So the kept records whose retirement changed are found from the
+    supersessions, the decisions they block or unblock by following
+    ``depends_on`` backwards in file order (stopping where nothing changed),
+    the questions whose resolvers changed from those records' answers, and
+    degrees from the citations that came and went. ``project.derive`` over
+    every record gives the same rows; tests/test_index.py compares them.
+    """
+    step = conn.execute
+    facts: dict[str, tuple[int, str, str, str, str]] = {}  # kept record -> (seq, kind, recorded, retired_by, state)
+
+    def fact(rid: str) -> tuple[int, str, str, str, str] | None:
+        found = facts.get(rid)
+        if found is None:
+            row = step(
+                "SELECT seq, kind, recorded_state, retired_by, state FROM records WHERE id = ?", (rid,)
+            ).fetchone()
+            if row is None:
+                return None
+            found = facts[rid] = row
+        return found
+
+    new_ids = {r["id"]: first + i for i, r in enumerate(new)}
+    new_by_id = {r["id"]: r for r in new}
+    # Retirement: the last record in file order that supersedes a record retires it.
+    retired: dict[str, str] = {}  # record -> retired_by, for every record whose value may have changed
+    for target in {t for _, kind, t in removed if kind == "supersedes"} - new_ids.keys():
+        row = step(
+            "SELECT r.source FROM relations r JOIN records s ON s.id = r.source"
+            " WHERE r.type = 'supersedes' AND r.target = ? ORDER BY s.seq DESC LIMIT 1",
+            (target,),
+        ).fetchone()
+        retired[target] = row[0] if row else ""
+    for record in new:
+        for target in record.get("supersedes") or ():
+            retired[target] = record["id"]
+
+    def retired_by(rid: str) -> str:
+        if rid in retired:
+            return retired[rid]
+        if rid in new_ids:
+            return ""
+        found = fact(rid)
+        return found[3] if found else ""
+
+    blocked: dict[str, list[str]] = {}  # decision -> blocked_by, for the decisions settled again
+
+    def blocked_of(rid: str) -> list[str]:
+        if rid in blocked:
+            return blocked[rid]
+        return [b for (b,) in step("SELECT blocker FROM blocked_by WHERE decision = ? ORDER BY position", (rid,))]
+
+    def kind_state(rid: str) -> tuple[str, str] | None:
+        record = new_by_id.get(rid)
+        if record is not None:
+            return record["kind"], record["state"]
+        found = fact(rid)
+        return (found[1], found[2]) if found else None
+
+    def block(rid: str, state: str, depends_on: list[str]) -> list[str]:
+        """``project.settle``'s blocked_by for a decision, from the state settled so far."""
+        if state != "adopted" or retired_by(rid):
+            return [rid]
+        reasons: list[str] = []
+        for prereq in depends_on:
+            target = kind_state(prereq)
+            if target is None:
+                reasons.append(prereq)
+            elif target[0] == "claim":
+                if target[1] != "accepted" or retired_by(prereq):
+                    reasons.append(prereq)
+            elif target[0] == "decision":
+                why = blocked_of(prereq)
+                if why:
+                    reasons.append(prereq)
+                    reasons.extend(why)
+            else:
+                reasons.append(prereq)
+        return list(dict.fromkeys(reasons))
+
+    # Availability changed for these records: what they answer is resolved again, what depends on them settled again.
+    moved: set[str] = set()
+    for rid, value in retired.items():
+        found = None if rid in new_ids else fact(rid)
+        if found is not None and found[3] != value:
+            moved.add(rid)
+    queue: list[tuple[int, str]] = []
+    queued: set[str] = set()
+
+    def requeue_dependers(rid: str) -> None:
+        for source, seq, kind in step(
+            "SELECT r.source, s.seq, s.kind FROM relations r JOIN records s ON s.id = r.source"
+            " WHERE r.target = ? AND r.type = 'depends_on'",
+            (rid,),
+        ):
+            if kind == "decision" and source not in queued:
+                queued.add(source)
+                heapq.heappush(queue, (seq, source))
+
+    for rid in moved:
+        found = fact(rid)
+        if found is not None and found[1] == "decision" and rid not in queued:
+            queued.add(rid)
+            heapq.heappush(queue, (found[0], rid))
+        requeue_dependers(rid)
+    while queue:  # kept decisions, in file order: each settles after everything it depends on
+        _, rid = heapq.heappop(queue)
+        found = fact(rid)
+        assert found is not None
+        depends = step("SELECT depends_on FROM records WHERE id = ?", (rid,)).fetchone()[0]
+        before = blocked_of(rid)
+        now = block(rid, found[2], json.loads(depends))
+        blocked[rid] = now
+        if now != before:
+            moved.add(rid)
+            requeue_dependers(rid)
+    for record in new:
+        if record["kind"] == "decision":
+            blocked[record["id"]] = block(record["id"], record["state"], record.get("depends_on") or [])
+
+    # Resolution: every question a moved, removed or new record answers gets its resolvers again.
+    questions = {target for _, kind, target in removed if kind == "answers"}
+    for rid in moved:
+        answers = step("SELECT answers FROM records WHERE id = ?", (rid,)).fetchone()[0]
+        questions.update(json.loads(answers))
+    for record in new:
+        questions.update(record.get("answers") or ())
+
+    def available(rid: str, kind: str, state: str) -> bool:
+        if retired_by(rid):
+            return False
+        return state == "accepted" if kind == "claim" else kind == "decision" and not blocked_of(rid)
+
+    resolved: dict[str, list[str]] = {}
+    old_resolvers: set[str] = set()
+    for question in questions:
+        resolvers = [
+            source
+            for source, kind, state in step(
+                "SELECT r.source, s.kind, s.recorded_state FROM relations r JOIN records s ON s.id = r.source"
+                " WHERE r.target = ? AND r.type = 'answers' ORDER BY s.seq",
+                (question,),
+            )
+            if available(source, kind, state)
+        ]
+        resolvers.extend(
+            r["id"] for r in new if question in (r.get("answers") or ()) and available(r["id"], r["kind"], r["state"])
+        )
+        resolved[question] = list(dict.fromkeys(resolvers))
+        old_resolvers.update(r for (r,) in step("SELECT resolver FROM resolved_by WHERE question = ?", (question,)))
+
+    # Rows: the new records, then the kept records whose derived columns changed.
+    derived = project.Derived(
+        {rid: retired_by(rid) for rid in new_ids if retired_by(rid)},
+        {rid: blocked[rid] for rid in new_ids if rid in blocked},
+        {q: v for q, v in resolved.items() if v and q in new_ids},
+    )
+    _insert_new(conn, first, new, [project.view(r, derived) for r in new], lines, ends, data)
     changed = []
-    stored = conn.execute("SELECT id, state, retired_by, applicable FROM records WHERE seq < ?", (first,))
-    by_id = {r["id"]: r for r in old}
-    for rid, state, retired_by, applicable in stored:
-        now = _derived_columns(project.view(by_id[rid], derived))
-        if now != (state, retired_by, applicable):
-            changed.append((*now, rid))
+    for rid in (moved | questions) - new_ids.keys():
+        found = fact(rid)
+        if found is None:
+            continue
+        _, kind, recorded, _, stored = found
+        if kind != "question":
+            state = recorded
+        elif rid in resolved:
+            state = "resolved" if resolved[rid] else recorded
+        else:
+            state = stored  # its resolvers did not change
+        applicable = None if kind != "decision" else int(not blocked_of(rid))
+        changed.append((state, retired_by(rid), applicable, rid))
     conn.executemany("UPDATE records SET state = ?, retired_by = ?, applicable = ? WHERE id = ?", changed)
-    conn.execute("DELETE FROM blocked_by")
-    conn.execute("DELETE FROM resolved_by")
-    conn.executemany(
-        "INSERT INTO blocked_by VALUES (?, ?, ?)",
-        ((rid, b, n) for rid, why in derived.blocked.items() for n, b in enumerate(why)),
-    )
-    conn.executemany(
-        "INSERT INTO resolved_by VALUES (?, ?, ?)",
-        ((q, r, n) for q, who in derived.resolved_by.items() for n, r in enumerate(who)),
-    )
-    _count_degrees(conn)
+    for rid, why in blocked.items():
+        step("DELETE FROM blocked_by WHERE decision = ?", (rid,))
+        conn.executemany("INSERT INTO blocked_by VALUES (?, ?, ?)", ((rid, b, n) for n, b in enumerate(why)))
+    for question, resolvers in resolved.items():
+        step("DELETE FROM resolved_by WHERE question = ?", (question,))
+        conn.executemany(
+            "INSERT INTO resolved_by VALUES (?, ?, ?)", ((question, r, n) for n, r in enumerate(resolvers))
+        )
 
-
-def _count_degrees(conn: sqlite3.Connection) -> None:
-    """Every record's degree again, from the relations and resolved_by tables (in SQL, in one pass each)."""
-    conn.execute("UPDATE records SET degree = 0 WHERE degree != 0")
-    conn.execute(
-        "UPDATE records SET degree = degree + t.n FROM (SELECT target, count(*) AS n FROM relations "
-        "WHERE type != 'supersedes' GROUP BY target) AS t WHERE records.id = t.target"
-    )
-    conn.execute(
-        "UPDATE records SET degree = degree + t.n FROM (SELECT resolver, count(*) AS n FROM resolved_by "
-        "GROUP BY resolver) AS t WHERE records.id = t.resolver"
+    # Degrees: counted again for every record a citation or a resolution came to or went from.
+    touched = {target for _, kind, target in removed if kind != "supersedes"}
+    touched.update(ref for r in new for ref in _cites(r))
+    touched.update(old_resolvers)
+    touched.update(r for v in resolved.values() for r in v)
+    touched.update(new_ids)
+    conn.executemany(
+        "UPDATE records SET degree = (SELECT count(*) FROM relations WHERE target = ?1 AND type != 'supersedes')"
+        " + (SELECT count(*) FROM resolved_by WHERE resolver = ?1) WHERE id = ?1",
+        ((rid,) for rid in touched),
     )
 
 
