@@ -257,6 +257,22 @@ def run_once(cmd: list[str], cwd: Path, env: dict[str, str], stdin: str | None =
     return elapsed, len(proc.stdout.decode())
 
 
+def landed(cache: Path) -> None:
+    """Wait until no index build holds a lock in the cache.
+
+    A session hook in a fresh clone answers from memory and leaves the index
+    to a child it forks, holding the index's lock from before the fork until
+    the build is done (``index.finish_later``): the next cold run must not
+    start until then, or it would race that child for the cache.
+    """
+    import fcntl
+
+    folder = cache / "docket-git" / "index"
+    for lock in folder.glob("*.lock") if folder.is_dir() else ():
+        with open(lock, "rb") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+
+
 def measure(name: str, case: Case, n: int, *, runs: int, seed: int) -> dict:
     """Median cold and warm seconds for one case at one size."""
     cwd = workdir(name, case, n, seed)
@@ -283,6 +299,7 @@ def measure(name: str, case: Case, n: int, *, runs: int, seed: int) -> dict:
         prepare_run()
         seconds, chars = run_once(cmd, cwd, env, case.stdin)
         cold.append(seconds)
+        landed(cache)
     run_once(cmd, cwd, env, case.stdin)  # fill the cache
     warm = []
     for _ in range(runs):

@@ -44,6 +44,9 @@ def _exit_now(code: int) -> None:
         sys.stderr.flush()
     except OSError:  # a closed pipe: nothing left to say
         pass
+    index = sys.modules.get("docket_git.ledger.index")
+    if index is not None:
+        index.finish_later()  # an index a hook left for later: built by a detached child
     os._exit(code)
 
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 
-from .conftest import Repo
+from docket_git.ledger import canonical
+
+from .conftest import Repo, rec
 
 
 def start(repo: Repo, source: str, session: str = "s-1", *extra: str) -> tuple[int, str, str]:
@@ -244,3 +248,73 @@ def test_resume_under_a_new_session_id_is_still_a_delta(repo: Repo) -> None:
     no_transcript = {"session_id": "third-id", "cwd": str(repo.path), "source": "resume"}
     text = context_of(repo.ok("hook", "session-start", input=json.dumps(no_transcript)).out)
     assert "# changed: 1 added" in text and "Appended again" in text  # the worktree's last briefing
+
+
+def _fresh_clone(repo: Repo, n: int) -> Path:
+    """A ledger of n records written straight to the file, and no index anywhere: a fresh clone's state."""
+    records = [
+        rec(f"c{i}", f"Premise number {i} holds " + "x" * 400, state="accepted", scope=[f"src/m{i % 7}.py"])
+        for i in range(1, n + 1)
+    ]
+    repo.ledger.write_bytes(b"".join(canonical.line(r) for r in records))
+    cache = Path(repo.env["XDG_CACHE_HOME"])
+    shutil.rmtree(cache, ignore_errors=True)
+    return cache / "docket-git" / "index"
+
+
+def _wait_for_builds(folder: Path) -> None:
+    for lock in folder.glob("*.lock"):
+        with open(lock, "rb") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)  # a deferred build holds it until its index is in place
+
+
+def _building(folder: Path) -> bool:
+    """True when some index build holds its lock, or no index has been renamed into place yet."""
+    for lock in folder.glob("*.lock"):
+        with open(lock, "rb") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+    return not list(folder.glob("*.sqlite"))
+
+
+def test_a_fresh_clone_is_briefed_from_memory_and_indexed_after_the_answer(repo: Repo) -> None:
+    """The first session start reads the ledger in memory and answers; a child it forks builds the index."""
+    folder = _fresh_clone(repo, 4000)  # ~2 MB: its build takes far longer than the hook takes to exit
+    code, out, err = start(repo, "startup")
+    assert code == 0, err
+    assert _building(folder)  # the hook answered while its child was still at work
+    _wait_for_builds(folder)
+    (db,) = folder.glob("*.sqlite")
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM records").fetchone()[0] == 4000
+    again = start(repo, "startup", "s-2")  # from the index now: the same briefing
+    assert again[0] == 0 and context_of(again[1]) == context_of(out)
+    assert context_of(out) == repo.ok("context", "--max-chars", "10000").out
+
+
+def test_a_fresh_clones_guard_reads_from_memory_too(repo: Repo) -> None:
+    repo.ok("decision", "Cache keys are hashed", "--choice", "sha256", "--scope", "src/m3.py")
+    records = repo.records()
+    payload = {"session_id": "g", "cwd": str(repo.path), "tool_name": "Edit", "tool_input": {"file_path": "src/m3.py"}}
+    shutil.rmtree(repo.env["XDG_CACHE_HOME"])
+    first = repo.docket("hook", "pre-tool-use", input=json.dumps(payload))
+    folder = Path(repo.env["XDG_CACHE_HOME"]) / "docket-git" / "index"
+    _wait_for_builds(folder)
+    assert len(list(folder.glob("*.sqlite"))) == 1
+    payload["session_id"] = "g2"  # a session that has not been told yet
+    second = repo.docket("hook", "pre-tool-use", input=json.dumps(payload))
+    assert first.code == second.code == 0
+    assert first.out == second.out and "d1 decision adopted: Cache keys are hashed" in first.out
+    assert repo.records() == records
+
+
+def test_a_fresh_clone_with_an_unwritable_cache_still_gets_its_briefing(repo: Repo) -> None:
+    _fresh_clone(repo, 20)
+    blocker = Path(repo.env["XDG_CACHE_HOME"])
+    blocker.write_text("a file where the cache directory would go\n")
+    code, out, err = start(repo, "startup")
+    assert code == 0, err
+    assert "Premise number 20 holds" in context_of(out)
+    assert blocker.read_text() == "a file where the cache directory would go\n"

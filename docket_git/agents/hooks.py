@@ -207,7 +207,7 @@ def _governing_context(payload: dict, path: str, cwd: Path) -> str | None:
     from docket_git.context.briefing import outline_of
     from docket_git.ledger.project import view as project_view
 
-    with outline_of(ledger) as outline:
+    with outline_of(ledger, defer_index=True) as outline:
         hits = governing(outline, rel)
         if not hits:
             return None
@@ -313,7 +313,7 @@ def session_start(payload: dict, agent: str) -> None:
     from docket_git.repo import gitio
 
     try:
-        briefing = build_briefing(cwd, max_chars=CONTEXT_LIMITS[agent], since=since or None)
+        briefing = build_briefing(cwd, max_chars=CONTEXT_LIMITS[agent], since=since or None, defer_index=True)
     except Exception as exc:
         if not _brief_during_conflict(cwd, agent):
             raise exc from None

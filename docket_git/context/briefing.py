@@ -114,12 +114,16 @@ def build_briefing(
     all_records: bool = False,
     auto_scope: bool | None = None,
     since: str | None = None,
+    defer_index: bool = False,
 ) -> Briefing:
     """The briefing for the ledger at or above start (default: the working directory).
 
     Raises ``config.ConfigError`` / ``store.LedgerError`` (exit 1) and
     ``ValueError`` for a ``max_chars`` under ``budget.minimum`` (exit 2).
-    A missing or empty ledger gives an empty briefing.
+    A missing or empty ledger gives an empty briefing. ``defer_index`` (the
+    session hook): a full briefing of a ledger with no index yet is composed
+    from the records in memory, and the index is built after the process
+    answers (``index.first_use``, ``index.build_later``).
     """
     fault = model.since_fault(since) if since is not None else None
     if fault:
@@ -132,6 +136,25 @@ def build_briefing(
     settings = config.for_ledger(path)
     if max_chars is not None:
         check_max_chars(max_chars, settings)
+    if defer_index and since is None and index.first_use(path):
+        with store.gc_paused():
+            snapshot = store.read(path)
+            index.build_later(path)
+            if not snapshot.records:
+                return Briefing("")
+            return _full(
+                path,
+                Outline.build(snapshot.records),
+                snapshot.revision(),
+                settings,
+                identity_of(path),
+                [],
+                query=query,
+                files=files,
+                max_chars=max_chars,
+                all_records=all_records,
+                auto_scope=auto_scope,
+            )
     # A briefing builds many short-lived, acyclic objects: no cyclic GC while it runs.
     with store.gc_paused(), index.opened(path) as ix:
         return _brief(
@@ -182,6 +205,36 @@ def _brief(
     if not ledger_outline.ids:
         return Briefing("")
     revision, _ = index.revision(ix)
+    return _full(
+        path,
+        ledger_outline,
+        revision,
+        settings,
+        identity,
+        notes,
+        query=query,
+        files=files,
+        max_chars=max_chars,
+        all_records=all_records,
+        auto_scope=auto_scope,
+    )
+
+
+def _full(
+    path: Path,
+    ledger_outline: Outline,
+    revision: str,
+    settings: config.Settings,
+    identity: str,
+    notes: list[str],
+    *,
+    query: str,
+    files: Sequence[str],
+    max_chars: int | None,
+    all_records: bool,
+    auto_scope: bool | None,
+) -> Briefing:
+    """The full briefing of a ledger's outline (its ``revision``: the digest through its last record)."""
     meta = _meta(identity, revision, ledger_outline.ids[-1], settings)
     latest = f"{meta.latest}@{meta.revision}"
     scoped = task_files(
@@ -224,8 +277,17 @@ def _renames(root: Path, scopes: dict[str, list[str]]) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def outline_of(path: Path) -> Iterator[Outline]:
-    """The ledger's outline, read from its index (proven current first) while the index is open."""
+def outline_of(path: Path, *, defer_index: bool = False) -> Iterator[Outline]:
+    """The ledger's outline, read from its index (proven current first) while the index is open.
+
+    ``defer_index``: a ledger with no index yet is outlined from its records in memory, and its
+    index built after the process answers (as ``build_briefing`` does for a session hook).
+    """
+    if defer_index and index.first_use(path):
+        records = store.read(path).records
+        index.build_later(path)
+        yield Outline.build(records)
+        return
     with index.opened(path) as ix:
         yield Outline.from_index(ix)
 

@@ -73,6 +73,21 @@ def lock(db_path: Path) -> Iterator[None]:
         yield
 
 
+def try_lock(db_path: Path) -> int | None:
+    """The projection's lock taken without waiting: its descriptor (close it to release), or None when held.
+
+    Raises ``OSError`` when the lock file cannot be made (a cache dir that cannot be written).
+    """
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(db_path.with_name(db_path.name + ".lock"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
 def _source_row(db_path: Path) -> tuple | None:
     if not db_path.exists():
         return None

@@ -150,6 +150,75 @@ def db_path(ledger: Path) -> Path:
     return db.cache_path("index", ledger)
 
 
+#: A ledger no larger than this that has no index yet is read in memory by a session hook or the guard
+#: (``first_use``); its index is built by a child forked once the hook has answered (``build_later``).
+DEFER_LIMIT = 8 << 20
+
+#: Ledgers whose index ``finish_later`` builds after this process answers.
+_later: list[Path] = []
+
+
+def first_use(ledger: Path) -> bool:
+    """True when ledger has no index file yet and is small enough to read in memory (and this OS can fork)."""
+    if not hasattr(os, "fork"):
+        return False
+    try:
+        size = os.stat(ledger).st_size
+    except OSError:
+        return False
+    return size <= DEFER_LIMIT and not db_path(ledger).exists()
+
+
+def build_later(ledger: Path) -> None:
+    """Have ``finish_later`` build ledger's index once this process has answered."""
+    if ledger not in _later:
+        _later.append(ledger)
+
+
+def finish_later() -> None:
+    """Fork a detached child that builds the indexes ``build_later`` named; the caller goes on at once.
+
+    A session hook in a fresh clone answers from memory and exits: the agent
+    does not wait for the build (0.1 s at 1k records, 1 s at 10k), and the
+    next command finds the index, or waits on its lock until the child is
+    done: the lock is taken here, before the fork, so no reader can slip in
+    between. The child leaves the agent's pipes (its standard streams are the
+    null device, in a session of its own) and says nothing; what it could
+    not build, the next reader builds (and reports).
+    """
+    held = []
+    for ledger in _later:
+        target = db_path(ledger)
+        try:
+            fd = db.try_lock(target)
+        except OSError:
+            continue
+        if fd is not None:  # else another process is building it
+            held.append((ledger, target, fd))
+    _later.clear()
+    if not held:
+        return
+    try:
+        pid = os.fork()
+    except OSError:
+        pid = 1
+    if pid:
+        for _, _, fd in held:
+            os.close(fd)  # the child holds the locks now (or, when the fork failed, nobody)
+        return
+    try:
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        for ledger, target, _ in held:
+            with contextlib.suppress(Exception):
+                stat, data = _locked_read(ledger)
+                _update_persistent(ledger, target, data, stat, None).close()
+    finally:
+        os._exit(0)
+
+
 def scope_kind(scope: str) -> str:
     """exact (a path), directory (``dir/``), glob, or component (a name with no ``/`` nor glob character)."""
     if _GLOB & set(scope):
