@@ -197,7 +197,7 @@ class Index:
 
     def count(self) -> int:
         """How many records the index holds."""
-        return self.conn.execute("SELECT count(*) FROM records").fetchone()[0]
+        return _count(self.conn)
 
     def known(self) -> Known:
         """The validation index of every indexed record: what a new record is checked against."""
@@ -251,6 +251,11 @@ class _Retired(set):
         out = _Retired(self.conn, self.limit)
         out.update(self)
         return out
+
+
+def _count(conn: sqlite3.Connection) -> int:
+    """How many records conn indexes: seq numbers them from 0 without gaps, so the last seq says (no scan)."""
+    return conn.execute("SELECT coalesce(max(seq) + 1, 0) FROM records").fetchone()[0]
 
 
 def known(conn: sqlite3.Connection, limit: int) -> Known:
@@ -483,7 +488,7 @@ def update(
                 _fill(conn, ledger, data, stat)
                 conn.execute("COMMIT")
                 return "rebuilt"
-            total = conn.execute("SELECT count(*) FROM records").fetchone()[0]
+            total = _count(conn)
             if kept < total:
                 _truncate(conn, kept)
             snap = store.parse(ledger, data, records=False, start=shared, line_no=lines, known=known(conn, kept))
@@ -1282,7 +1287,7 @@ def append(ledger: Path, drafts: list[dict], *, dry_run: bool = False) -> list[d
                 return records
             meta = _meta(ix.conn)
             keep, lines, count = meta.get("length", 0), meta.get("lines", 0), ix.count()
-            new = store.write_records(ledger, fd, data, keep, records)
+            new = data[:keep] + store.write_records(ledger, fd, data, keep, records)
             # The index takes in the new lines; nothing before them changed (we hold the lock).
             trusted, stat = (keep, count, lines), db.file_stat(ledger)
             if ix.path is None:
