@@ -481,7 +481,12 @@ def write_records(
         payload = b"\n" + payload
     if len(records) > 1:
         _set_journal(fd, _lead(data, at), keep, keep + len(payload), canonical.sha256(payload))
-    _write_at(path, data[at:], keep, payload, ledger_fd)
+    try:
+        _write_at(path, data[at:], keep, payload, ledger_fd)
+    except LedgerError:
+        if len(records) > 1:
+            _clear_journal(fd)  # the file is as it was: no batch for the next writer to cut off
+        raise
     if len(records) > 1:
         _clear_journal(fd)
     return payload
