@@ -24,10 +24,11 @@ digest of their last block, and digest checkpoints along the file.
   with one notice.
 
 So the index is also the ledger's validated prefix: ``append`` validates new
-records against it (``known``), ``parse`` validates other bytes that share a
-prefix with the ledger (a staged blob, a rebase result) only past that
-prefix, and ``read`` hands full snapshots to the commands that need every
-record. Locks are always taken in one order, the ledger's before the index's.
+records against it (``known``), reading and writing only the file's tail when
+the index proves it holds the whole file (``_append_tail``); ``parse``
+validates other bytes that share a prefix with the ledger (a staged blob, a
+rebase result) only past that prefix; and ``read`` hands full snapshots to
+the commands that need every record. Locks are always taken in one order, the ledger's before the index's.
 
 Derived state (retired, resolved, applicable, blocked_by, resolved_by) is
 computed by ``ledger.project``, the same code every other reader uses:
@@ -50,7 +51,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from docket_git.errors import LedgerError, notice
-from docket_git.ledger import db, jsonl, model, project, recording, store
+from docket_git.ledger import canonical, db, jsonl, model, project, recording, store
 from docket_git.ledger.validate import Index as Known
 from docket_git.repo import files
 
@@ -488,19 +489,34 @@ def update(
                 _fill(conn, ledger, data, stat)
                 conn.execute("COMMIT")
                 return "rebuilt"
-            total = _count(conn)
-            if kept < total:
-                _truncate(conn, kept)
-            snap = store.parse(ledger, data, records=False, start=shared, line_no=lines, known=known(conn, kept))
-            how = _apply(conn, data, shared, kept, lines, snap, appended_only=total == kept)
-            _write_meta(
-                conn, ledger, stat, data, snap.valid_length, lines + data.count(b"\n", shared, snap.valid_length)
-            )
-            conn.execute("INSERT OR REPLACE INTO meta VALUES ('indexed_from', ?)", (kept,))
+            how = _update_past(conn, ledger, data, stat, (shared, kept, lines))
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+    return how
+
+
+def _update_past(
+    conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple, prefix: tuple[int, int, int], base: int = 0
+) -> str:
+    """In conn's open write transaction: index the lines past ``prefix`` (bytes, records, lines kept).
+
+    ``data`` holds the ledger's bytes from offset ``base`` on: all of them
+    (0), or a tail from at or before the checkpoint preceding ``prefix``'s
+    end and the last TAIL bytes (``_append_tail``). Offsets stored are the
+    file's own.
+    """
+    shared, kept, lines = prefix
+    total = _count(conn)
+    if kept < total:
+        _truncate(conn, kept)
+    at = shared - base
+    snap = store.parse(ledger, data, records=False, start=at, line_no=lines, known=known(conn, kept))
+    how = _apply(conn, data, shared, kept, lines, snap, appended_only=total == kept, base=base)
+    newlines = lines + data.count(b"\n", at, snap.valid_length)
+    _write_meta(conn, ledger, stat, data, snap.valid_length, newlines, base=base)
+    conn.execute("INSERT OR REPLACE INTO meta VALUES ('indexed_from', ?)", (kept,))
     return how
 
 
@@ -692,11 +708,18 @@ def _shared_prefix(conn: sqlite3.Connection, data: bytes) -> tuple[int, int, int
 
 
 def _checkpoints(
-    data: bytes, start: int, records_before: int, lines_before: int, length: int, ends: list[int] | None = None
+    data: bytes,
+    start: int,
+    records_before: int,
+    lines_before: int,
+    length: int,
+    ends: list[int] | None = None,
+    base: int = 0,
 ) -> Iterator[tuple[int, int, int, str]]:
     """(end, records before end, newlines before end, digest of the block) from start to length, a block per BLOCK bytes.
 
     ``ends``: the offset just past each record's line from start on, when the caller has them (no line is split again).
+    ``base``: the file offset of ``data[0]`` (data holds a tail), added to each end.
     """
     view = memoryview(data)
     pos = start
@@ -709,11 +732,14 @@ def _checkpoints(
         else:
             count = records_before + bisect.bisect_right(ends, end)
         lines += data.count(b"\n", pos, end)
-        yield end, count, lines, hashlib.sha256(view[pos:end]).hexdigest()
+        yield base + end, count, lines, hashlib.sha256(view[pos:end]).hexdigest()
         pos = end
 
 
-def _write_meta(conn: sqlite3.Connection, ledger: Path, stat: tuple, data: bytes, length: int, lines: int) -> None:
+def _write_meta(
+    conn: sqlite3.Connection, ledger: Path, stat: tuple, data: bytes, length: int, lines: int, base: int = 0
+) -> None:
+    """The meta rows: what the index was built from (``length``: within ``data``, which starts at file offset ``base``)."""
     size, mtime, ctime, ino = stat
     values = {
         "schema_version": SCHEMA_VERSION,
@@ -722,7 +748,7 @@ def _write_meta(conn: sqlite3.Connection, ledger: Path, stat: tuple, data: bytes
         "mtime_ns": mtime,
         "ctime_ns": ctime,
         "inode": ino,
-        "length": length,
+        "length": base + length,
         "lines": lines,
         "tail_digest": _tail_digest(data, length),
     }
@@ -739,30 +765,38 @@ def _apply(
     snap: store.Snapshot,
     *,
     appended_only: bool,
+    base: int = 0,
 ) -> str:
-    """Index the records validation found past ``shared`` after the first ``kept`` (the rest are truncated already)."""
+    """Index the records validation found past ``shared`` after the first ``kept`` (the rest are truncated already).
+
+    ``data`` starts at file offset ``base``; ``shared`` and the stored offsets are the file's.
+    """
     length = snap.valid_length
-    found, ends = jsonl.whole_lines(data, shared, length)
+    found, ends = jsonl.whole_lines(data, shared - base, length)
     new = snap.tail
     if snap.tail_ends != ends:  # never: both are the non-blank whole lines of the same region
         raise LedgerError(f"{snap.path}: the index could not line up the ledger's records; run the command again")
-    # The last shared checkpoint may end a short block (the file's old end): blocks are cut
-    # again from the checkpoint before it, so appends do not leave a trail of small blocks.
+    # The last shared checkpoint may end a short block (the file's old end), or a last line
+    # without its newline: blocks are cut again from the checkpoint before it, so appends do
+    # not leave a trail of small blocks and the checkpoints are the ones a fresh build cuts.
     start, before, before_lines = shared, kept, lines
     row = conn.execute(
         "SELECT end_offset, records, lines FROM checkpoints WHERE end_offset < ? ORDER BY end_offset DESC LIMIT 1",
         (shared,),
     ).fetchone()
-    if shared and shared - (row[0] if row else 0) < BLOCK:
+    if shared and (shared - (row[0] if row else 0) < BLOCK or data[shared - base - 1] != 0x0A):
         start, before, before_lines = (row[0], row[1], row[2]) if row is not None else (0, 0, 0)
+    if start < base:  # never: the caller's tail starts at or before the checkpoint
+        raise LedgerError(f"{snap.path}: the index could not line up the ledger's records; run the command again")
     conn.execute("DELETE FROM checkpoints WHERE end_offset > ?", (start,))
     conn.executemany(
-        "INSERT INTO checkpoints VALUES (?, ?, ?, ?)", _checkpoints(data, start, before, before_lines, length)
+        "INSERT INTO checkpoints VALUES (?, ?, ?, ?)",
+        _checkpoints(data, start - base, before, before_lines, length, base=base),
     )
     if appended_only and not any(r.get("supersedes") for r in new):
-        _settle_appended(conn, kept, new, found, ends, data)
+        _settle_appended(conn, kept, new, found, ends, data, base)
     else:
-        _settle_all(conn, _stored_rows(conn), new, found, ends, data, first=kept)
+        _settle_all(conn, _stored_rows(conn), new, found, ends, data, first=kept, base=base)
     return "updated"
 
 
@@ -864,10 +898,12 @@ def _insert_new(
     lines: list[bytes],
     ends: list[int],
     data: bytes,
+    base: int = 0,
 ) -> None:
+    """Insert the rows of new records (``ends``: offsets in ``data``, which starts at file offset ``base``)."""
     rows, rels, scopes = [], [], []
     for i, (record, view, line, end) in enumerate(zip(new, views, lines, ends, strict=True)):
-        offset = end - len(line) - (1 if data[end - 1 : end] == b"\n" else 0)
+        offset = base + end - len(line) - (1 if data[end - 1 : end] == b"\n" else 0)
         digest = hashlib.sha256(line).hexdigest()
         rows.append(_record_row(first + i, record, *_derived_columns(view), offset, len(line), digest))
         r, s = _owned_rows(record)
@@ -886,12 +922,13 @@ def _settle_all(
     ends: list[int],
     data: bytes,
     first: int = 0,
+    base: int = 0,
 ) -> None:
     """Derive every record's state again (``project.derive``); write the new rows and the changed old ones."""
     records = old + new
     derived = project.derive(records)
     views = [project.view(r, derived) for r in new]
-    _insert_new(conn, first, new, views, lines, ends, data)
+    _insert_new(conn, first, new, views, lines, ends, data, base)
     changed = []
     stored = conn.execute("SELECT id, state, retired_by, applicable FROM records WHERE seq < ?", (first,))
     by_id = {r["id"]: r for r in old}
@@ -927,7 +964,13 @@ def _count_degrees(conn: sqlite3.Connection) -> None:
 
 
 def _settle_appended(
-    conn: sqlite3.Connection, first: int, new: list[dict], lines: list[bytes], ends: list[int], data: bytes
+    conn: sqlite3.Connection,
+    first: int,
+    new: list[dict],
+    lines: list[bytes],
+    ends: list[int],
+    data: bytes,
+    base: int = 0,
 ) -> None:
     """Records appended after ``first`` that supersede nothing: settle each against what it cites.
 
@@ -966,7 +1009,7 @@ def _settle_appended(
         project.settle(record, by_id, derived)
     for record in new:
         views.append(project.view(record, derived))
-    _insert_new(conn, first, new, views, lines, ends, data)
+    _insert_new(conn, first, new, views, lines, ends, data, base)
     conn.executemany(
         "INSERT INTO blocked_by VALUES (?, ?, ?)",
         ((r["id"], b, n) for r in new if r["kind"] == "decision" for n, b in enumerate(derived.blocked[r["id"]])),
@@ -1272,11 +1315,16 @@ def append(ledger: Path, drafts: list[dict], *, dry_run: bool = False) -> list[d
     bytes (validating only what it had not seen), each draft is validated
     against it and the drafts before it, then all lines are written at once,
     flushed and fsynced, and the index takes in just the new lines. On any
-    failure the ledger is left byte-identical.
+    failure the ledger is left byte-identical. When the index proves it holds
+    the whole file, only the file's tail is read (``_append_tail``), so an
+    append costs the same at any ledger size.
     """
     store.prepare_directory(ledger, dry_run=dry_run)
     with store.locked(ledger, exclusive=True) as fd:
         assert fd is not None
+        records = _append_tail(ledger, fd, drafts, dry_run=dry_run)
+        if records is not None:
+            return records
         data = store.writer_bytes(ledger, fd)
         stat = db.file_stat(ledger)
         target = db_path(ledger)
@@ -1298,6 +1346,92 @@ def append(ledger: Path, drafts: list[dict], *, dry_run: bool = False) -> list[d
         finally:
             ix.close()
     return records
+
+
+def _append_tail(ledger: Path, lock_fd: int, drafts: list[dict], *, dry_run: bool) -> list[dict] | None:
+    """``append`` reading only the ledger's tail, when the index proves it holds every byte of the file.
+
+    Under the ledger's exclusive lock (``lock_fd``) and then the index's: the
+    index's proof (``_tail_proof``: stat, length, the digest of the last TAIL
+    bytes) is checked on the open ledger, the drafts are validated against the
+    index's records (``known``), the lines are written at the file's end and
+    fsynced (a failed write cuts the file back to its length), and the index
+    takes in the new lines from the bytes past its last checkpoint but one.
+
+    None, having written nothing, when any of that cannot be had: a batch
+    journaled in the lock file (a killed writer's, which the whole-file path
+    settles), no index or one that cannot prove itself current (the ledger
+    changed behind its back, a torn last line), a cache that cannot be
+    written, a batch too large to index in place. The caller then reads the
+    whole ledger, as before.
+    """
+    target = db_path(ledger)
+    if store.journaled(lock_fd) or not target.exists():
+        return None
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(db.lock(target))
+            conn = stack.enter_context(contextlib.closing(db.open_wal(target)))
+            fd = files.open_fd(ledger, os.O_RDWR, store.root_of(ledger))
+            stack.callback(os.close, fd)
+            proof = _tail_proof(conn, ledger, fd)
+            if proof is None:
+                return None
+            meta, base, tail = proof
+            count = _count(conn)
+            # A refusal here is the ledger's own (the index holds all of it): it is raised as it is.
+            records = recording.prepare(known(conn, count), drafts)
+        except (OSError, sqlite3.Error, files.UnsafePath):
+            return None
+        if dry_run:
+            return records
+        if sum(len(canonical.line(r)) for r in records) > UPDATE_LIMIT:
+            return None  # the index would be built afresh, from every byte
+        keep = meta["length"]
+        payload = store.write_records(ledger, lock_fd, tail, keep, records, base=base, ledger_fd=fd)
+        # Written and fsynced: from here on the ledger holds the records whatever becomes of the index.
+        st = os.fstat(fd)
+        stat = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                with jsonl.gc_paused():
+                    _update_past(conn, ledger, tail + payload, stat, (keep, count, meta["lines"]), base)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error:
+            pass  # the index still records the old stat: the next reader proves it stale and updates it
+    return records
+
+
+def _tail_proof(conn: sqlite3.Connection, ledger: Path, fd: int) -> tuple[dict, int, bytes] | None:
+    """(meta, base, the ledger's bytes from base on) when the index provably holds every byte of the open ledger.
+
+    The proof is ``_proven``'s (equal stat, the indexed length is the file's,
+    the digest of its last TAIL bytes), taken on the descriptor that will be
+    written. ``base`` is where the bytes the append needs begin: at or before
+    the checkpoint before the last (``_apply`` cuts blocks again from there)
+    and at least TAIL bytes before the end (``store.write_records`` journals
+    the 4 KB before a batch). None when the index is empty or proves nothing.
+    """
+    meta = _meta(conn)
+    if meta.get("schema_version") != SCHEMA_VERSION or meta.get("ledger") != str(ledger.resolve()):
+        return None
+    st = os.fstat(fd)
+    stat = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    if stat != (meta.get("size"), meta.get("mtime_ns"), meta.get("ctime_ns"), meta.get("inode")):
+        return None
+    size = st.st_size
+    if not size or size != meta.get("length") or not _count(conn):
+        return None
+    row = conn.execute("SELECT max(end_offset) FROM checkpoints WHERE end_offset < ?", (size,)).fetchone()
+    base = max(0, min(row[0] or 0, size - TAIL))
+    tail = store.read_from(fd, base, size)
+    if len(tail) != size - base or _tail_digest(tail, len(tail)) != meta.get("tail_digest"):
+        return None
+    return meta, base, tail
 
 
 def _current_for(ledger: Path, target: Path, data: bytes, stat: tuple) -> Index:
