@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docket_git.ledger import canonical, index, recording
+from docket_git.ledger import canonical, index, project, recording
 
 from .conftest import DOCKET, Repo, rec
 from .test_context_properties import ledgers
@@ -235,3 +235,26 @@ def test_a_failed_write_leaves_the_ledger_byte_identical(repo: Repo, batch: bool
     after = repo.ok("claim", "after")
     assert after.out.startswith("c151 ") and "unfinished" not in after.err
     repo.ok("check")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(records=ledgers(), keep=st.integers(0, 69), written=st.booleans())
+def test_the_effects_of_answers_read_from_the_index_are_the_projections(
+    records: list[dict], keep: int, written: bool
+) -> None:
+    """What ``docket claim --answers`` reports (resolves nothing, and why) equals ``project.consequences``."""
+    keep = max(1, min(keep, len(records) - 1))
+    if len(records) < 2:
+        return
+    tail = [{**r, "supersedes": []} for r in records[keep:]]  # the index answers only for these
+    everything = records[:keep] + tail
+    with cache_home() as tmp:
+        path = tmp / "repo" / ".docket" / "ledger.jsonl"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(encode(everything if written else records[:keep]))
+        assert index.effects(path, tail, dry_run=not written) == project.consequences(everything, len(tail))
+        if written:  # records appended after them: the index no longer says what they did alone
+            with path.open("ab") as handle:
+                handle.write(canonical.line(rec("c999", "later")))
+            assert index.effects(path, tail, dry_run=False) is None
+    assert index.effects(path, [{**tail[0], "supersedes": ["c1"]}], dry_run=True) is None

@@ -963,26 +963,22 @@ def _count_degrees(conn: sqlite3.Connection) -> None:
     )
 
 
-def _settle_appended(
-    conn: sqlite3.Connection,
-    first: int,
-    new: list[dict],
-    lines: list[bytes],
-    ends: list[int],
-    data: bytes,
-    base: int = 0,
-) -> None:
-    """Records appended after ``first`` that supersede nothing: settle each against what it cites.
+def _cited_state(conn: sqlite3.Connection, new: list[dict], limit: int) -> tuple[dict[str, dict], project.Derived]:
+    """What settling ``new`` (records that supersede nothing) needs of the first ``limit`` indexed records.
 
-    Such records change no earlier record's state except questions they
-    resolve (``project.settle`` records those), so only their own rows and the
-    resolved questions are written.
+    The records they cite (depends_on, answers) by ID, and those records'
+    retired_by, blocked_by and resolved_by as the index holds them; citations
+    of records among ``new`` are left to the caller. (When ``new`` are indexed
+    already, a question's resolvers may list them: ``project.settle`` adds a
+    resolver once.)
     """
     cited = {t for r in new for t in (*(r.get("depends_on") or ()), *(r.get("answers") or ()))}
     derived = project.Derived()
     by_id: dict[str, dict] = {}
     for rid in cited:
-        row = conn.execute("SELECT kind, recorded_state, retired_by FROM records WHERE id = ?", (rid,)).fetchone()
+        row = conn.execute(
+            "SELECT kind, recorded_state, retired_by FROM records WHERE id = ? AND seq < ?", (rid, limit)
+        ).fetchone()
         if row is None:
             continue  # cites a record among the new ones
         by_id[rid] = {"id": rid, "kind": row[0], "state": row[1]}
@@ -1002,6 +998,25 @@ def _settle_appended(
             ]
             if resolvers:
                 derived.resolved_by[rid] = resolvers
+    return by_id, derived
+
+
+def _settle_appended(
+    conn: sqlite3.Connection,
+    first: int,
+    new: list[dict],
+    lines: list[bytes],
+    ends: list[int],
+    data: bytes,
+    base: int = 0,
+) -> None:
+    """Records appended after ``first`` that supersede nothing: settle each against what it cites.
+
+    Such records change no earlier record's state except questions they
+    resolve (``project.settle`` records those), so only their own rows and the
+    resolved questions are written.
+    """
+    by_id, derived = _cited_state(conn, new, first)
     before = {q: len(v) for q, v in derived.resolved_by.items()}
     views = []
     for record in new:
@@ -1298,6 +1313,33 @@ def parse(ledger: Path, data: bytes, *, records: bool = True, ix: Index | None =
 def _parse_over(ix: Index, ledger: Path, data: bytes, records: bool) -> store.Snapshot:
     shared, kept, lines = _shared_prefix(ix.conn, data)
     return store.parse(ledger, data, records=records, start=shared, line_no=lines, known=known(ix.conn, kept))
+
+
+def effects(ledger: Path, records: list[dict], *, dry_run: bool) -> list[str] | None:
+    """``project.consequences`` of records just appended (or, ``dry_run``, about to be), read from the index.
+
+    Records that supersede nothing change no earlier record's state: their
+    only effect to report is an ``answers`` that resolves nothing, which
+    depends on the records they cite alone (``project.idle_answers``). None
+    when that does not hold (a record supersedes, or the ledger has grown
+    past them since): the caller derives the whole ledger.
+    """
+    if any(r.get("supersedes") for r in records):
+        return None
+    with opened(ledger) as ix:
+        count = _count(ix.conn)
+        if dry_run:
+            first = count
+        else:
+            row = ix.conn.execute("SELECT seq FROM records WHERE id = ?", (records[0]["id"],)).fetchone()
+            if row is None or row[0] + len(records) != count:
+                return None
+            first = row[0]
+        by_id, derived = _cited_state(ix.conn, records, first)
+    for record in records:
+        by_id[record["id"]] = record
+        project.settle(record, by_id, derived)
+    return project.idle_answers(records, derived)
 
 
 def held(ledger: Path, data: bytes) -> Index:
