@@ -177,6 +177,21 @@ def test_an_append_after_a_final_line_without_newline_writes_the_newline(repo: R
     repo.ok("check")
 
 
+def test_a_line_glued_onto_a_last_line_without_newline_is_refused_as_from_scratch(repo: Repo) -> None:
+    """The index's last checkpoint ends mid-line there: it must not vouch for the line's start."""
+    repo.ok("claim", "one")
+    repo.ok("claim", "two")
+    data = repo.ledger.read_bytes()[:-1]
+    repo.ledger.write_bytes(data)
+    repo.ok("list")  # indexed without the final newline
+    glued = data + canonical.line(rec("c3"))  # another tool appends without adding the newline
+    repo.ledger.write_bytes(glued)
+    for args in (["list"], ["claim", "three"]):
+        result = repo.docket(*args)
+        assert result.code == 1 and result.err.startswith("docket: line 2: invalid JSON: Extra data"), result.err
+    assert repo.ledger.read_bytes() == glued
+
+
 def test_a_ledger_changed_behind_the_index_is_refused_as_before(repo: Repo) -> None:
     repo.ok("claim", "one")
     repo.ok("claim", "two")

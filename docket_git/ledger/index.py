@@ -703,6 +703,8 @@ def _shared_prefix(conn: sqlite3.Connection, data: bytes) -> tuple[int, int, int
     for end, records, newlines, digest in rows:
         if end > len(data) or hashlib.sha256(view[start:end]).hexdigest() != digest:
             break
+        if end < len(data) and data[end - 1] != 0x0A:
+            break  # the indexed file ended here without a newline: its last line may go on in data
         shared, kept, lines, start = end, records, newlines, end
     return shared, kept, lines
 
