@@ -24,10 +24,11 @@ digest of their last block, and digest checkpoints along the file.
   with one notice.
 
 So the index is also the ledger's validated prefix: ``append`` validates new
-records against it (``known``), ``parse`` validates other bytes that share a
-prefix with the ledger (a staged blob, a rebase result) only past that
-prefix, and ``read`` hands full snapshots to the commands that need every
-record. Locks are always taken in one order, the ledger's before the index's.
+records against it (``known``), reading and writing only the file's tail when
+the index proves it holds the whole file (``_append_tail``); ``parse``
+validates other bytes that share a prefix with the ledger (a staged blob, a
+rebase result) only past that prefix; and ``read`` hands full snapshots to
+the commands that need every record. Locks are always taken in one order, the ledger's before the index's.
 
 Derived state (retired, resolved, applicable, blocked_by, resolved_by) is
 computed by ``ledger.project``, the same code every other reader uses:
@@ -267,7 +268,7 @@ class Index:
 
     def count(self) -> int:
         """How many records the index holds."""
-        return self.conn.execute("SELECT count(*) FROM records").fetchone()[0]
+        return _count(self.conn)
 
     def known(self) -> Known:
         """The validation index of every indexed record: what a new record is checked against."""
@@ -321,6 +322,11 @@ class _Retired(set):
         out = _Retired(self.conn, self.limit)
         out.update(self)
         return out
+
+
+def _count(conn: sqlite3.Connection) -> int:
+    """How many records conn indexes: seq numbers them from 0 without gaps, so the last seq says (no scan)."""
+    return conn.execute("SELECT coalesce(max(seq) + 1, 0) FROM records").fetchone()[0]
 
 
 def known(conn: sqlite3.Connection, limit: int) -> Known:
@@ -553,18 +559,33 @@ def update(
                 _fill(conn, ledger, data, stat)
                 conn.execute("COMMIT")
                 return "rebuilt"
-            total = conn.execute("SELECT count(*) FROM records").fetchone()[0]
-            removed = _truncate(conn, kept) if kept < total else []
-            snap = store.parse(ledger, data, records=False, start=shared, line_no=lines, known=known(conn, kept))
-            how = _apply(conn, data, shared, kept, lines, snap, removed)
-            _write_meta(
-                conn, ledger, stat, data, snap.valid_length, lines + data.count(b"\n", shared, snap.valid_length)
-            )
-            conn.execute("INSERT OR REPLACE INTO meta VALUES ('indexed_from', ?)", (kept,))
+            how = _update_past(conn, ledger, data, stat, (shared, kept, lines))
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+    return how
+
+
+def _update_past(
+    conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple, prefix: tuple[int, int, int], base: int = 0
+) -> str:
+    """In conn's open write transaction: index the lines past ``prefix`` (bytes, records, lines kept).
+
+    ``data`` holds the ledger's bytes from offset ``base`` on: all of them
+    (0), or a tail from at or before the checkpoint preceding ``prefix``'s
+    end and the last TAIL bytes (``_append_tail``). Offsets stored are the
+    file's own.
+    """
+    shared, kept, lines = prefix
+    total = _count(conn)
+    removed = _truncate(conn, kept) if kept < total else []
+    at = shared - base
+    snap = store.parse(ledger, data, records=False, start=at, line_no=lines, known=known(conn, kept))
+    how = _apply(conn, data, shared, kept, lines, snap, removed, base=base)
+    newlines = lines + data.count(b"\n", at, snap.valid_length)
+    _write_meta(conn, ledger, stat, data, snap.valid_length, newlines, base=base)
+    conn.execute("INSERT OR REPLACE INTO meta VALUES ('indexed_from', ?)", (kept,))
     return how
 
 
@@ -753,16 +774,25 @@ def _shared_prefix(conn: sqlite3.Connection, data: bytes) -> tuple[int, int, int
     for end, records, newlines, digest in rows:
         if end > len(data) or sha256(view[start:end]).hexdigest() != digest:
             break
+        if end < len(data) and data[end - 1] != 0x0A:
+            break  # the indexed file ended here without a newline: its last line may go on in data
         shared, kept, lines, start = end, records, newlines, end
     return shared, kept, lines
 
 
 def _checkpoints(
-    data: bytes, start: int, records_before: int, lines_before: int, length: int, ends: list[int] | None = None
+    data: bytes,
+    start: int,
+    records_before: int,
+    lines_before: int,
+    length: int,
+    ends: list[int] | None = None,
+    base: int = 0,
 ) -> Iterator[tuple[int, int, int, str]]:
     """(end, records before end, newlines before end, digest of the block) from start to length, a block per BLOCK bytes.
 
     ``ends``: the offset just past each record's line from start on, when the caller has them (no line is split again).
+    ``base``: the file offset of ``data[0]`` (data holds a tail), added to each end.
     """
     sha256 = sha256_for(length - start)
     view = memoryview(data)
@@ -776,11 +806,14 @@ def _checkpoints(
         else:
             count = records_before + bisect.bisect_right(ends, end)
         lines += data.count(b"\n", pos, end)
-        yield end, count, lines, sha256(view[pos:end]).hexdigest()
+        yield base + end, count, lines, sha256(view[pos:end]).hexdigest()
         pos = end
 
 
-def _write_meta(conn: sqlite3.Connection, ledger: Path, stat: tuple, data: bytes, length: int, lines: int) -> None:
+def _write_meta(
+    conn: sqlite3.Connection, ledger: Path, stat: tuple, data: bytes, length: int, lines: int, base: int = 0
+) -> None:
+    """The meta rows: what the index was built from (``length``: within ``data``, which starts at file offset ``base``)."""
     size, mtime, ctime, ino = stat
     values = {
         "schema_version": SCHEMA_VERSION,
@@ -789,7 +822,7 @@ def _write_meta(conn: sqlite3.Connection, ledger: Path, stat: tuple, data: bytes
         "mtime_ns": mtime,
         "ctime_ns": ctime,
         "inode": ino,
-        "length": length,
+        "length": base + length,
         "lines": lines,
         "tail_digest": _tail_digest(data, length),
     }
@@ -805,33 +838,40 @@ def _apply(
     lines: int,
     snap: store.Snapshot,
     removed: list[tuple[str, str, str]],
+    *,
+    base: int = 0,
 ) -> str:
     """Index the records validation found past ``shared`` after the first ``kept`` (the rest are truncated already).
 
     ``removed``: the (source, type, target) relations of the records truncated (``_truncate``).
+    ``data`` starts at file offset ``base``; ``shared`` and the stored offsets are the file's.
     """
     length = snap.valid_length
-    found, ends = jsonl.whole_lines(data, shared, length)
+    found, ends = jsonl.whole_lines(data, shared - base, length)
     new = snap.tail
     if snap.tail_ends != ends:  # never: both are the non-blank whole lines of the same region
         raise LedgerError(f"{snap.path}: the index could not line up the ledger's records; run the command again")
-    # The last shared checkpoint may end a short block (the file's old end): blocks are cut
-    # again from the checkpoint before it, so appends do not leave a trail of small blocks.
+    # The last shared checkpoint may end a short block (the file's old end), or a last line
+    # without its newline: blocks are cut again from the checkpoint before it, so appends do
+    # not leave a trail of small blocks and the checkpoints are the ones a fresh build cuts.
     start, before, before_lines = shared, kept, lines
     row = conn.execute(
         "SELECT end_offset, records, lines FROM checkpoints WHERE end_offset < ? ORDER BY end_offset DESC LIMIT 1",
         (shared,),
     ).fetchone()
-    if shared and shared - (row[0] if row else 0) < BLOCK:
+    if shared and (shared - (row[0] if row else 0) < BLOCK or data[shared - base - 1] != 0x0A):
         start, before, before_lines = (row[0], row[1], row[2]) if row is not None else (0, 0, 0)
+    if start < base:  # never: the caller's tail starts at or before the checkpoint
+        raise LedgerError(f"{snap.path}: the index could not line up the ledger's records; run the command again")
     conn.execute("DELETE FROM checkpoints WHERE end_offset > ?", (start,))
     conn.executemany(
-        "INSERT INTO checkpoints VALUES (?, ?, ?, ?)", _checkpoints(data, start, before, before_lines, length)
+        "INSERT INTO checkpoints VALUES (?, ?, ?, ?)",
+        _checkpoints(data, start - base, before, before_lines, length, base=base),
     )
     if not removed and not any(r.get("supersedes") for r in new):
-        _settle_appended(conn, kept, new, found, ends, data)
+        _settle_appended(conn, kept, new, found, ends, data, base)
     else:
-        _settle_changed(conn, kept, removed, new, found, ends, data)
+        _settle_changed(conn, kept, removed, new, found, ends, data, base)
     return "updated"
 
 
@@ -920,10 +960,12 @@ def _insert_new(
     lines: list[bytes],
     ends: list[int],
     data: bytes,
+    base: int = 0,
 ) -> None:
+    """Insert the rows of new records (``ends``: offsets in ``data``, which starts at file offset ``base``)."""
     rows, rels, scopes = [], [], []
     for i, (record, view, line, end) in enumerate(zip(new, views, lines, ends, strict=True)):
-        offset = end - len(line) - (1 if data[end - 1 : end] == b"\n" else 0)
+        offset = base + end - len(line) - (1 if data[end - 1 : end] == b"\n" else 0)
         digest = canonical.sha256(line)
         rows.append(_record_row(first + i, record, *_derived_columns(view), offset, len(line), digest))
         r, s = _owned_rows(record)
@@ -942,6 +984,7 @@ def _settle_changed(
     lines: list[bytes],
     ends: list[int],
     data: bytes,
+    base: int = 0,
 ) -> None:
     """Index new records after a tail rewrite or a supersession, settling only what they change.
 
@@ -1104,7 +1147,7 @@ def _settle_changed(
         {rid: blocked[rid] for rid in new_ids if rid in blocked},
         {q: v for q, v in resolved.items() if v and q in new_ids},
     )
-    _insert_new(conn, first, new, [project.view(r, derived) for r in new], lines, ends, data)
+    _insert_new(conn, first, new, [project.view(r, derived) for r in new], lines, ends, data, base)
     changed = []
     for rid in (moved | questions) - new_ids.keys():
         found = fact(rid)
@@ -1142,20 +1185,22 @@ def _settle_changed(
     )
 
 
-def _settle_appended(
-    conn: sqlite3.Connection, first: int, new: list[dict], lines: list[bytes], ends: list[int], data: bytes
-) -> None:
-    """Records appended after ``first`` that supersede nothing: settle each against what it cites.
+def _cited_state(conn: sqlite3.Connection, new: list[dict], limit: int) -> tuple[dict[str, dict], project.Derived]:
+    """What settling ``new`` (records that supersede nothing) needs of the first ``limit`` indexed records.
 
-    Such records change no earlier record's state except questions they
-    resolve (``project.settle`` records those), so only their own rows and the
-    resolved questions are written.
+    The records they cite (depends_on, answers) by ID, and those records'
+    retired_by, blocked_by and resolved_by as the index holds them; citations
+    of records among ``new`` are left to the caller. (When ``new`` are indexed
+    already, a question's resolvers may list them: ``project.settle`` adds a
+    resolver once.)
     """
     cited = {t for r in new for t in (*(r.get("depends_on") or ()), *(r.get("answers") or ()))}
     derived = project.Derived()
     by_id: dict[str, dict] = {}
     for rid in cited:
-        row = conn.execute("SELECT kind, recorded_state, retired_by FROM records WHERE id = ?", (rid,)).fetchone()
+        row = conn.execute(
+            "SELECT kind, recorded_state, retired_by FROM records WHERE id = ? AND seq < ?", (rid, limit)
+        ).fetchone()
         if row is None:
             continue  # cites a record among the new ones
         by_id[rid] = {"id": rid, "kind": row[0], "state": row[1]}
@@ -1175,6 +1220,25 @@ def _settle_appended(
             ]
             if resolvers:
                 derived.resolved_by[rid] = resolvers
+    return by_id, derived
+
+
+def _settle_appended(
+    conn: sqlite3.Connection,
+    first: int,
+    new: list[dict],
+    lines: list[bytes],
+    ends: list[int],
+    data: bytes,
+    base: int = 0,
+) -> None:
+    """Records appended after ``first`` that supersede nothing: settle each against what it cites.
+
+    Such records change no earlier record's state except questions they
+    resolve (``project.settle`` records those), so only their own rows and the
+    resolved questions are written.
+    """
+    by_id, derived = _cited_state(conn, new, first)
     before = {q: len(v) for q, v in derived.resolved_by.items()}
     views = []
     for record in new:
@@ -1182,7 +1246,7 @@ def _settle_appended(
         project.settle(record, by_id, derived)
     for record in new:
         views.append(project.view(record, derived))
-    _insert_new(conn, first, new, views, lines, ends, data)
+    _insert_new(conn, first, new, views, lines, ends, data, base)
     conn.executemany(
         "INSERT INTO blocked_by VALUES (?, ?, ?)",
         ((r["id"], b, n) for r in new if r["kind"] == "decision" for n, b in enumerate(derived.blocked[r["id"]])),
@@ -1473,6 +1537,33 @@ def _parse_over(ix: Index, ledger: Path, data: bytes, records: bool) -> store.Sn
     return store.parse(ledger, data, records=records, start=shared, line_no=lines, known=known(ix.conn, kept))
 
 
+def effects(ledger: Path, records: list[dict], *, dry_run: bool) -> list[str] | None:
+    """``project.consequences`` of records just appended (or, ``dry_run``, about to be), read from the index.
+
+    Records that supersede nothing change no earlier record's state: their
+    only effect to report is an ``answers`` that resolves nothing, which
+    depends on the records they cite alone (``project.idle_answers``). None
+    when that does not hold (a record supersedes, or the ledger has grown
+    past them since): the caller derives the whole ledger.
+    """
+    if any(r.get("supersedes") for r in records):
+        return None
+    with opened(ledger) as ix:
+        count = _count(ix.conn)
+        if dry_run:
+            first = count
+        else:
+            row = ix.conn.execute("SELECT seq FROM records WHERE id = ?", (records[0]["id"],)).fetchone()
+            if row is None or row[0] + len(records) != count:
+                return None
+            first = row[0]
+        by_id, derived = _cited_state(ix.conn, records, first)
+    for record in records:
+        by_id[record["id"]] = record
+        project.settle(record, by_id, derived)
+    return project.idle_answers(records, derived)
+
+
 def held(ledger: Path, data: bytes) -> Index:
     """The index brought to ``data``: the ledger's bytes, read by a caller that holds the ledger's lock.
 
@@ -1488,11 +1579,16 @@ def append(ledger: Path, drafts: list[dict], *, dry_run: bool = False) -> list[d
     bytes (validating only what it had not seen), each draft is validated
     against it and the drafts before it, then all lines are written at once,
     flushed and fsynced, and the index takes in just the new lines. On any
-    failure the ledger is left byte-identical.
+    failure the ledger is left byte-identical. When the index proves it holds
+    the whole file, only the file's tail is read (``_append_tail``), so an
+    append costs the same at any ledger size.
     """
     store.prepare_directory(ledger, dry_run=dry_run)
     with store.locked(ledger, exclusive=True) as fd:
         assert fd is not None
+        records = _append_tail(ledger, fd, drafts, dry_run=dry_run)
+        if records is not None:
+            return records
         data = store.writer_bytes(ledger, fd)
         stat = db.file_stat(ledger)
         target = db_path(ledger)
@@ -1503,7 +1599,7 @@ def append(ledger: Path, drafts: list[dict], *, dry_run: bool = False) -> list[d
                 return records
             meta = _meta(ix.conn)
             keep, lines, count = meta.get("length", 0), meta.get("lines", 0), ix.count()
-            new = store.write_records(ledger, fd, data, keep, records)
+            new = data[:keep] + store.write_records(ledger, fd, data, keep, records)
             # The index takes in the new lines; nothing before them changed (we hold the lock).
             trusted, stat = (keep, count, lines), db.file_stat(ledger)
             if ix.path is None:
@@ -1514,6 +1610,92 @@ def append(ledger: Path, drafts: list[dict], *, dry_run: bool = False) -> list[d
         finally:
             ix.close()
     return records
+
+
+def _append_tail(ledger: Path, lock_fd: int, drafts: list[dict], *, dry_run: bool) -> list[dict] | None:
+    """``append`` reading only the ledger's tail, when the index proves it holds every byte of the file.
+
+    Under the ledger's exclusive lock (``lock_fd``) and then the index's: the
+    index's proof (``_tail_proof``: stat, length, the digest of the last TAIL
+    bytes) is checked on the open ledger, the drafts are validated against the
+    index's records (``known``), the lines are written at the file's end and
+    fsynced (a failed write cuts the file back to its length), and the index
+    takes in the new lines from the bytes past its last checkpoint but one.
+
+    None, having written nothing, when any of that cannot be had: a batch
+    journaled in the lock file (a killed writer's, which the whole-file path
+    settles), no index or one that cannot prove itself current (the ledger
+    changed behind its back, a torn last line), a cache that cannot be
+    written, a batch too large to index in place. The caller then reads the
+    whole ledger, as before.
+    """
+    target = db_path(ledger)
+    if store.journaled(lock_fd) or not target.exists():
+        return None
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(db.lock(target))
+            conn = stack.enter_context(contextlib.closing(db.open_wal(target)))
+            fd = files.open_fd(ledger, os.O_RDWR, store.root_of(ledger))
+            stack.callback(os.close, fd)
+            proof = _tail_proof(conn, ledger, fd)
+            if proof is None:
+                return None
+            meta, base, tail = proof
+            count = _count(conn)
+            # A refusal here is the ledger's own (the index holds all of it): it is raised as it is.
+            records = recording.prepare(known(conn, count), drafts)
+        except (OSError, sqlite3.Error, files.UnsafePath):
+            return None
+        if dry_run:
+            return records
+        if sum(len(canonical.line(r)) for r in records) > UPDATE_LIMIT:
+            return None  # the index would be built afresh, from every byte
+        keep = meta["length"]
+        payload = store.write_records(ledger, lock_fd, tail, keep, records, base=base, ledger_fd=fd)
+        # Written and fsynced: from here on the ledger holds the records whatever becomes of the index.
+        st = os.fstat(fd)
+        stat = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                with jsonl.gc_paused():
+                    _update_past(conn, ledger, tail + payload, stat, (keep, count, meta["lines"]), base)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error:
+            pass  # the index still records the old stat: the next reader proves it stale and updates it
+    return records
+
+
+def _tail_proof(conn: sqlite3.Connection, ledger: Path, fd: int) -> tuple[dict, int, bytes] | None:
+    """(meta, base, the ledger's bytes from base on) when the index provably holds every byte of the open ledger.
+
+    The proof is ``_proven``'s (equal stat, the indexed length is the file's,
+    the digest of its last TAIL bytes), taken on the descriptor that will be
+    written. ``base`` is where the bytes the append needs begin: at or before
+    the checkpoint before the last (``_apply`` cuts blocks again from there)
+    and at least TAIL bytes before the end (``store.write_records`` journals
+    the 4 KB before a batch). None when the index is empty or proves nothing.
+    """
+    meta = _meta(conn)
+    if meta.get("schema_version") != SCHEMA_VERSION or meta.get("ledger") != str(ledger.resolve()):
+        return None
+    st = os.fstat(fd)
+    stat = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    if stat != (meta.get("size"), meta.get("mtime_ns"), meta.get("ctime_ns"), meta.get("inode")):
+        return None
+    size = st.st_size
+    if not size or size != meta.get("length") or not _count(conn):
+        return None
+    row = conn.execute("SELECT max(end_offset) FROM checkpoints WHERE end_offset < ?", (size,)).fetchone()
+    base = max(0, min(row[0] or 0, size - TAIL))
+    tail = store.read_from(fd, base, size)
+    if len(tail) != size - base or _tail_digest(tail, len(tail)) != meta.get("tail_digest"):
+        return None
+    return meta, base, tail
 
 
 def _current_for(ledger: Path, target: Path, data: bytes, stat: tuple) -> Index:

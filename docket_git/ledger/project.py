@@ -165,6 +165,17 @@ def consequences(records: list[dict], added: int) -> list[str]:
             gone = before.resolved_by[rid]
             reopened.append(f"{rid} is open again: {_no_longer_holds(gone, after)}")
     lines.extend(reopened)
+    lines.extend(idle_answers(new, after))
+    return lines
+
+
+def idle_answers(new: list[dict], after: Derived) -> list[str]:
+    """A line for each of the new records whose ``answers`` resolve nothing (``consequences``' last part).
+
+    ``after`` must hold the new records' own settlement (blocked_by) and the
+    resolvers of the questions they answer, at least.
+    """
+    lines: list[str] = []
     for record in new:
         rid = record["id"]
         if rid in after.retired_by:

@@ -202,8 +202,8 @@ def current_bytes(path: Path, fd: int | None) -> bytes:
     return _visible(files.read_bytes(path, root_of(path), files.LEDGER_CAP), fd)
 
 
-def _set_journal(fd: int, data: bytes, before: int, after: int, digest: str) -> None:
-    record = _JOURNAL + f"{before} {after} {digest} {_lead(data, before)}\n".encode()
+def _set_journal(fd: int, lead: str, before: int, after: int, digest: str) -> None:
+    record = _JOURNAL + f"{before} {after} {digest} {lead}\n".encode()
     os.ftruncate(fd, 0)
     os.pwrite(fd, record, 0)
     os.fsync(fd)
@@ -440,6 +440,11 @@ def prepare_directory(path: Path, *, dry_run: bool) -> None:
         notice(f"created {path}; run 'docket init' so git merges ledgers itself and checks them before commits")
 
 
+def journaled(fd: int) -> bool:
+    """Under the exclusive lock: True when the lock file records a batch (one a killed writer may have left)."""
+    return _journal(fd) is not None
+
+
 def writer_bytes(path: Path, fd: int) -> bytes:
     """Under the exclusive lock: the ledger's bytes, after cutting off a batch a killed writer left unfinished."""
     try:
@@ -456,21 +461,35 @@ def writer_bytes(path: Path, fd: int) -> bytes:
     return data
 
 
-def write_records(path: Path, fd: int, data: bytes, keep: int, records: list[dict]) -> bytes:
-    """Under the exclusive lock: write records after the first ``keep`` bytes, fsynced; the new bytes.
+def write_records(
+    path: Path, fd: int, data: bytes, keep: int, records: list[dict], *, base: int = 0, ledger_fd: int | None = None
+) -> bytes:
+    """Under the exclusive lock: write records after the first ``keep`` bytes, fsynced; return the bytes written.
 
-    A batch is journaled in the lock file first, so a reader never sees part
-    of it and the next writer cuts off what a killed writer left.
+    ``data`` holds the ledger's bytes from offset ``base`` on (0: all of
+    them); it must hold the 4 KB before ``keep`` (or start at 0) and every
+    byte after it, which a failed write puts back. ``ledger_fd``: the ledger,
+    open for writing, when the caller opened it. A batch is journaled in the
+    lock file first, so a reader never sees part of it and the next writer
+    cuts off what a killed writer left.
     """
+    if base and keep - base < 4096:
+        raise ValueError("write_records: data must hold the 4 KB before keep")
+    at = keep - base
     payload = b"".join(canonical.line(r) for r in records)
-    if keep and not data[:keep].endswith(b"\n"):
+    if keep and data[at - 1 : at] != b"\n":
         payload = b"\n" + payload
     if len(records) > 1:
-        _set_journal(fd, data, keep, keep + len(payload), canonical.sha256(payload))
-    _write_at(path, data, keep, payload)
+        _set_journal(fd, _lead(data, at), keep, keep + len(payload), canonical.sha256(payload))
+    try:
+        _write_at(path, data[at:], keep, payload, ledger_fd)
+    except LedgerError:
+        if len(records) > 1:
+            _clear_journal(fd)  # the file is as it was: no batch for the next writer to cut off
+        raise
     if len(records) > 1:
         _clear_journal(fd)
-    return data[:keep] + payload
+    return payload
 
 
 def _roll_back(path: Path, data: bytes, length: int) -> bytes:
@@ -485,29 +504,51 @@ def _roll_back(path: Path, data: bytes, length: int) -> bytes:
     return data[:length]
 
 
-def _write_at(path: Path, original: bytes, offset: int, payload: bytes) -> None:
-    """Write payload at offset (dropping what followed), or restore the original bytes."""
-    try:
-        fd = files.open_fd(path, os.O_RDWR | os.O_CREAT, root_of(path))
-    except OSError as exc:
-        raise LedgerError(f"append: cannot open {path}: {exc.strerror}") from None
+def _write_at(path: Path, after: bytes, offset: int, payload: bytes, fd: int | None = None) -> None:
+    """Write payload at offset (dropping what followed), or put back ``after``, the bytes that followed.
+
+    The bytes before ``offset`` are never written, so a failure restores the
+    file byte for byte from its tail alone. ``fd``: the ledger, when the caller opened it (left open).
+    """
+    own = fd is None
+    if fd is None:
+        try:
+            fd = files.open_fd(path, os.O_RDWR | os.O_CREAT, root_of(path))
+        except OSError as exc:
+            raise LedgerError(f"append: cannot open {path}: {exc.strerror}") from None
     try:
         try:
-            os.lseek(fd, offset, os.SEEK_SET)
-            view = memoryview(payload)
-            while view:
-                view = view[os.write(fd, view) :]
+            _pwrite_all(fd, payload, offset)
             os.ftruncate(fd, offset + len(payload))
             os.fsync(fd)
         except OSError as exc:
-            os.lseek(fd, 0, os.SEEK_SET)
-            os.write(fd, original)
-            os.ftruncate(fd, len(original))
+            _pwrite_all(fd, after, offset)
+            os.ftruncate(fd, offset + len(after))
             os.fsync(fd)
             reason = "disk full" if exc.errno == errno.ENOSPC else exc.strerror
             raise LedgerError(f"append: cannot write {path}: {reason}") from None
     finally:
-        os.close(fd)
+        if own:
+            os.close(fd)
+
+
+def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        view, offset = view[written:], offset + written
+
+
+def read_from(fd: int, offset: int, size: int) -> bytes:
+    """The bytes of the open file from offset up to size (fewer if it is shorter now)."""
+    chunks = []
+    while offset < size:
+        chunk = os.pread(fd, size - offset, offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
 
 
 def write_synced(path: Path, data: bytes) -> None:
