@@ -818,7 +818,8 @@ class TaskHits(AbstractSet[str]):
     def _stream(self) -> Iterator[str]:
         w_text, cap = self._text
         points = " + ".join(f"((t.mask >> {i}) & 1) * {p}" for i, p in enumerate(self._points) if p) or "0"
-        query = _TASK_RANKED.format(table=self.table, points=points)
+        join = (_BY_RANK if 2 * self._len > len(self._outline.current) else _BY_SEQ).format(table=self.table)
+        query = _TASK_RANKED.format(join=join, points=points)
         facts, rows, keys = self._outline._facts.rows, self._rows, self.keys
         for key, seq, rid, degree, pinned, mask, scope, renamed in self._conn.execute(
             query, (*self._weights, w_text, cap)
@@ -869,8 +870,12 @@ _TASK_COLUMNS = (
 _TASK_RANKED = (
     "SELECT ((((?1 * t.seq) / ?2 + ?3 * min(r.degree, ?4) + ?5 * r.pinned + t.scope"
     " + ?6 * min({points}, ?7) / ?7) << 40) | t.seq) AS key, t.seq, r.id, r.degree, r.pinned, t.mask, t.scope, t.renamed"
-    " FROM temp.{table} t CROSS JOIN records r ON r.seq = t.seq ORDER BY key DESC"
+    " FROM {join} ORDER BY key DESC"
 )
+#: How the ranking reaches a hit's facts: few hits each by its seq; many (over half the current records) by
+#: one pass over the current records' ranking index, which is smaller than the records rows and read in order.
+_BY_SEQ = "temp.{table} t CROSS JOIN records r ON r.seq = t.seq"
+_BY_RANK = "records r INDEXED BY records_rank CROSS JOIN temp.{table} t ON t.seq = r.seq WHERE r.retired_by = ''"
 #: The pinned task hits, with their facts.
 _TASK_PINNED = (
     "SELECT r.seq, r.id, r.degree, t.mask, t.scope, t.renamed FROM records r INDEXED BY records_rank"

@@ -1050,7 +1050,7 @@ def _test(needle: str, param: str) -> tuple[str, str]:
 def nul_haystack(conn: sqlite3.Connection) -> bool:
     """True when a current record's haystack is NULL (its text holds a NUL, where SQL text would stop)."""
     row = conn.execute(
-        "SELECT 1 FROM haystacks h INDEXED BY haystacks_nul JOIN records r ON r.seq = h.seq"
+        "SELECT 1 FROM haystacks h INDEXED BY haystacks_nul CROSS JOIN records r ON r.seq = h.seq"
         " WHERE h.haystack IS NULL AND r.retired_by = '' LIMIT 1"
     ).fetchone()
     return row is not None
