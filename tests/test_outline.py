@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sqlite3
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -126,8 +127,31 @@ def loaded(path: Path, data: bytes) -> dict:
             at_once = facts(Outline.from_index(ix))
         with eager(False):
             on_demand = facts(Outline.from_index(ix))
-    assert on_demand == at_once
+        on_demand["query_tables"] = query_tables(ix.conn)
+    assert on_demand == at_once | {"query_tables": on_demand["query_tables"]}
     return on_demand
+
+
+def query_tables(conn: sqlite3.Connection) -> dict:
+    """What ``--query`` reads besides the records: each record's haystack, each prerequisite edge by position."""
+    return {
+        "haystacks": conn.execute("SELECT seq, haystack FROM haystacks ORDER BY seq").fetchall(),
+        "prerequisites": conn.execute("SELECT source, target FROM prerequisites ORDER BY source, target").fetchall(),
+    }
+
+
+def expected_tables(records: list[dict]) -> dict:
+    """``query_tables`` as the records say."""
+    pos = {r["id"]: i for i, r in enumerate(records)}
+    return {
+        "haystacks": [(i, index._haystack(r)) for i, r in enumerate(records)],
+        "prerequisites": sorted((i, pos[t]) for i, r in enumerate(records) for t in r.get("depends_on") or ()),
+    }
+
+
+def built(records: list[dict]) -> dict:
+    """The facts of the outline built from the records, with the query tables the index must hold for them."""
+    return facts(Outline.build(records)) | {"query_tables": expected_tables(records)}
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -147,11 +171,11 @@ def test_the_outline_from_the_index_equals_a_full_build(
             part = records[: min(cut, len(records))]
             if other_branch and part:  # the same IDs, another branch's text: a rewritten tail
                 part = [*part[:-1], {**part[-1], "text": part[-1]["text"] + " (other branch)"}]
-            assert loaded(path, encode(part, blanks)) == facts(Outline.build(part))
+            assert loaded(path, encode(part, blanks)) == built(part)
         if steps[0][1]:
             for stale in tmp.rglob("*.sqlite"):
                 stale.unlink()
-        assert loaded(path, encode(records, blanks)) == facts(Outline.build(records))
+        assert loaded(path, encode(records, blanks)) == built(records)
 
 
 def test_an_answer_resolves_and_a_supersession_blocks_in_the_indexed_outline(tmp_path: Path, monkeypatch) -> None:
@@ -170,13 +194,13 @@ def test_an_answer_resolves_and_a_supersession_blocks_in_the_indexed_outline(tmp
     out = loaded(path, encode(grown, set()))
     assert out["resolved_by"] == {"q2": ["d4"]}
     assert out["incoming"]["d4"] == ["q2"]
-    assert out == facts(Outline.build(grown))
+    assert out == built(grown)
     retiring = [*grown, rec("c5", "new premise", state="accepted", supersedes=["c1"])]
     out = loaded(path, encode(retiring, set()))
     assert out["blocked"]["d3"] == ["c1"]
     assert out["blocked"]["d4"] == ["d3", "c1"]
     assert "q2" not in out["resolved_by"]
-    assert out == facts(Outline.build(retiring))
+    assert out == built(retiring)
 
 
 def test_records_end_skips_trailing_blank_lines() -> None:

@@ -697,10 +697,12 @@ class IndexedOutline(Outline):
         if ledger_index.nul_haystack(conn):
             return None
         table = ledger_index.temp_name("docket_hits")
-        try:
+        try:  # written now, before any ranking reads: DDL would abort the statements reading
             conn.execute(f"CREATE TEMP TABLE {table} ({_TASK_COLUMNS})")
+            conn.execute(f"CREATE TEMP TABLE {table}_retired (seq INTEGER PRIMARY KEY)")
         except sqlite3.Error:
             return None  # no temporary tables on this connection
+        conn.execute(f"INSERT INTO temp.{table}_retired {_RETIRED}")
         points = ledger_index.match_query(conn, terms, phrase, table, len(self.current))
         if rows:
             conn.executemany(
@@ -832,34 +834,42 @@ class TaskHits(AbstractSet[str]):
 
     def targets(self) -> AbstractSet[str]:
         """The hits and their prerequisite closure through current records (``Outline.closure``), from SQL."""
-        conn, table = self._conn, self.table
-        depends = conn.execute(
-            "SELECT count(*) FROM relations INDEXED BY relations_depends WHERE type = 'depends_on'"
-        ).fetchone()[0]
-        # The first step from the hits: each hit's prerequisites (few hits), or every prerequisite edge's source
-        # looked up among the hits (many hits: a common term's tens of thousands).
-        seed = _SEED_BY_HIT if 2 * self._len < depends else _SEED_BY_EDGE
-        extra = {rid for (rid,) in conn.execute(_EXTRAS.format(table=table, seed=seed.format(table=table)))}
+        conn, table, retired = self._conn, self.table, f"{self.table}_retired"
+        edges = conn.execute("SELECT max(rowid) FROM prerequisites").fetchone()[0] or 0
+        # The first steps from the hits: each hit's prerequisites (few hits), or every prerequisite edge
+        # whose source is a hit (many: a common term's tens of thousands).
+        outside = _OUTSIDE.format(table=table, retired=retired)
+        seed = (_SEED_BY_HIT if 2 * self._len < edges else _SEED_BY_EDGE).format(table=table, outside=outside)
+        extra = {seq for (seq,) in conn.execute(_EXTRAS.format(seed=seed, outside=outside))}
         return _Targets(self, extra)
 
 
 class _Targets(AbstractSet[str]):
-    """Task hits and the current records outside them that their prerequisites reach."""
+    """Task hits and the current records outside them that their prerequisites reach (``extra``: their seqs)."""
 
-    def __init__(self, hits: TaskHits, extra: set[str]) -> None:
+    def __init__(self, hits: TaskHits, extra: set[int]) -> None:
         self._hits, self._extra = hits, extra
 
     def __contains__(self, rid: object) -> bool:
-        return rid in self._extra or rid in self._hits
+        if rid in self._hits:
+            return True
+        facts = self._hits._outline._facts(rid)
+        return facts is not None and facts[0] in self._extra
 
     def __len__(self) -> int:
         return len(self._hits) + len(self._extra)
 
     def __iter__(self) -> Iterator[str]:
         yield from self._hits
-        yield from self._extra
+        found = self._hits._conn.execute(
+            "SELECT id FROM records WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq",
+            (json.dumps(sorted(self._extra)),),
+        )
+        yield from (rid for (rid,) in found)
 
 
+#: The retired records' seqs.
+_RETIRED = "SELECT seq FROM records INDEXED BY records_rank WHERE retired_by > ''"
 #: A task's hits table: seq, the query's mask, scope points, via rename.
 _TASK_COLUMNS = (
     "seq INTEGER PRIMARY KEY, mask INTEGER NOT NULL, scope INTEGER NOT NULL DEFAULT 0,"
@@ -881,28 +891,24 @@ _TASK_PINNED = (
     "SELECT r.seq, r.id, r.degree, t.mask, t.scope, t.renamed FROM records r INDEXED BY records_rank"
     " CROSS JOIN temp.{table} t ON t.seq = r.seq WHERE r.retired_by = '' AND r.pinned = 1"
 )
-#: The current records outside the hits that the hits' prerequisites reach through current records.
+#: The current records outside the hits that the hits' prerequisites reach through current records, by seq:
+#: a step stops at a hit (its own prerequisites are steps already) and at a retired record.
 _EXTRAS = (
-    "WITH RECURSIVE c(id) AS ({seed}"
-    " UNION SELECT x.id FROM c JOIN relations r INDEXED BY relations_depends ON r.source = c.id"
-    " JOIN records x INDEXED BY records_facts ON x.id = r.target"
-    " WHERE r.type = 'depends_on' AND +x.retired_by = ''"
-    " AND NOT EXISTS (SELECT 1 FROM temp.{table} h WHERE h.seq = x.seq))"
-    " SELECT id FROM c"
+    "WITH RECURSIVE c(seq) AS ({seed}"
+    " UNION SELECT p.target FROM c CROSS JOIN prerequisites p INDEXED BY prerequisites_source ON p.source = c.seq"
+    "{outside}) SELECT seq FROM c"
 )
+#: A step's target is no hit and not retired (``{retired}``: the retired records' seqs).
+_OUTSIDE = (
+    " LEFT JOIN temp.{table} o ON o.seq = p.target LEFT JOIN temp.{retired} x ON x.seq = p.target"
+    " WHERE o.seq IS NULL AND x.seq IS NULL"
+)
+#: The first steps: from each hit (few hits), or each prerequisite edge whose source is a hit (many).
 _SEED_BY_HIT = (
-    "SELECT x.id FROM temp.{table} h CROSS JOIN records s ON s.seq = h.seq"
-    " CROSS JOIN relations r INDEXED BY relations_depends ON r.source = s.id AND r.type = 'depends_on'"
-    " JOIN records x INDEXED BY records_facts ON x.id = r.target"
-    " WHERE +x.retired_by = '' AND NOT EXISTS (SELECT 1 FROM temp.{table} o WHERE o.seq = x.seq)"
+    "SELECT p.target FROM temp.{table} h CROSS JOIN prerequisites p INDEXED BY prerequisites_source"
+    " ON p.source = h.seq{outside}"
 )
-_SEED_BY_EDGE = (
-    "SELECT x.id FROM relations r INDEXED BY relations_depends"
-    " JOIN records s INDEXED BY records_facts ON s.id = r.source"
-    " JOIN records x INDEXED BY records_facts ON x.id = r.target"
-    " WHERE r.type = 'depends_on' AND EXISTS (SELECT 1 FROM temp.{table} h WHERE h.seq = s.seq)"
-    " AND +x.retired_by = '' AND NOT EXISTS (SELECT 1 FROM temp.{table} o WHERE o.seq = x.seq)"
-)
+_SEED_BY_EDGE = "SELECT p.target FROM prerequisites p CROSS JOIN temp.{table} h ON h.seq = p.source{outside}"
 
 
 _STRATUM = (

@@ -56,7 +56,7 @@ from docket_git.ledger.validate import Index as Known
 from docket_git.repo import files
 
 #: Bump when the tables or what fills them change: an index of another version is rebuilt.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 #: Checkpoints fall on the first line end at or after every BLOCK bytes.
 BLOCK = 1 << 16
 #: The proof of currency hashes this many bytes at the end of the indexed ledger.
@@ -106,6 +106,10 @@ CREATE TABLE haystacks (                -- apart from records: a query scans onl
   haystack TEXT                         -- what --query matches, casefolded: id, text, rationale, choice,
                                         -- alternatives, scope joined by spaces; NULL when it holds a NUL
 );
+CREATE TABLE prerequisites (            -- each depends_on relation by position: coverage walks integers
+  source INTEGER NOT NULL,              -- the seq of the decision that depends
+  target INTEGER NOT NULL               -- the seq of its prerequisite (always earlier)
+);
 CREATE TABLE relations (
   source TEXT NOT NULL,                 -- the citing record
   type TEXT NOT NULL,                   -- supports, depends_on, answers, supersedes
@@ -139,6 +143,7 @@ CREATE INDEX blocked_by_decision ON blocked_by (decision);
 CREATE INDEX resolved_by_question ON resolved_by (question);
 CREATE INDEX resolved_by_resolver ON resolved_by (resolver, question);
 CREATE INDEX haystacks_nul ON haystacks (seq) WHERE haystack IS NULL;
+CREATE INDEX prerequisites_source ON prerequisites (source, target);
 """
 
 #: The tables alone: a build creates the secondary indexes once its rows are in (several times faster).
@@ -147,6 +152,16 @@ INDEXES = [line for line in SCHEMA.splitlines() if line.startswith("CREATE INDEX
 _RECORD_COLUMNS = 22
 _INSERT_RECORD = f"INSERT INTO records VALUES ({', '.join('?' * _RECORD_COLUMNS)})"
 _INSERT_HAYSTACK = "INSERT INTO haystacks VALUES (?, ?)"
+#: The prerequisites rows of the records from position ? on, once their depends_on relations are in:
+#: a build's every relation in one pass (no secondary index yet), an update's new records one by one.
+_INSERT_PREREQUISITES = (
+    "INSERT INTO prerequisites SELECT s.seq, t.seq FROM relations r CROSS JOIN records s ON s.id = r.source"
+    " CROSS JOIN records t ON t.id = r.target WHERE r.type = 'depends_on'"
+)
+_INSERT_NEW_PREREQUISITES = (
+    "INSERT INTO prerequisites SELECT s.seq, t.seq FROM records s CROSS JOIN relations r INDEXED BY relations_source"
+    " ON r.source = s.id CROSS JOIN records t ON t.id = r.target WHERE s.seq >= ? AND r.type = 'depends_on'"
+)
 _GLOB = frozenset("*?[]")
 
 
@@ -529,7 +544,17 @@ def _afresh(prefix: tuple[int, int, int], data: bytes) -> bool:
 
 def _clear(conn: sqlite3.Connection) -> None:
     """Empty every table and drop the secondary indexes (``_fill`` creates them once, at the end)."""
-    for table in ("meta", "checkpoints", "records", "haystacks", "relations", "scopes", "blocked_by", "resolved_by"):
+    for table in (
+        "meta",
+        "checkpoints",
+        "records",
+        "haystacks",
+        "prerequisites",
+        "relations",
+        "scopes",
+        "blocked_by",
+        "resolved_by",
+    ):
         conn.execute(f"DELETE FROM {table}")
     for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL").fetchall():
         conn.execute(f"DROP INDEX {name}")
@@ -633,6 +658,7 @@ def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple) -> N
     )
     length = snap.valid_length
     conn.executemany("INSERT INTO checkpoints VALUES (?, ?, ?, ?)", _checkpoints(data, 0, 0, 0, length, record_ends))
+    conn.execute(_INSERT_PREREQUISITES)
     for statement in INDEXES:
         conn.execute(statement)
     _write_meta(conn, ledger, stat, data, length, data.count(b"\n", 0, length))
@@ -778,6 +804,7 @@ def _truncate(conn: sqlite3.Connection, kept: int) -> None:
     conn.execute("DELETE FROM scopes WHERE record IN (SELECT id FROM gone)")
     conn.execute("DELETE FROM records WHERE seq >= ?", (kept,))
     conn.execute("DELETE FROM haystacks WHERE seq >= ?", (kept,))
+    conn.execute("DELETE FROM prerequisites WHERE source >= ?", (kept,))
 
 
 def _stored_rows(conn: sqlite3.Connection) -> list[dict]:
@@ -881,6 +908,7 @@ def _insert_new(
     conn.executemany(_INSERT_HAYSTACK, hays)
     conn.executemany("INSERT INTO relations VALUES (?, ?, ?, ?)", rels)
     conn.executemany("INSERT INTO scopes VALUES (?, ?, ?)", scopes)
+    conn.execute(_INSERT_NEW_PREREQUISITES, (first,))
 
 
 def _settle_all(
