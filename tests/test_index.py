@@ -16,7 +16,7 @@ from docket_git.ledger import canonical, db, index, project, store
 
 from .conftest import rec
 from .test_context_properties import ledgers
-from .test_outline import cache_home
+from .test_outline import cache_home, expected_tables, query_tables
 
 
 def encode(records: list[dict]) -> bytes:
@@ -73,6 +73,7 @@ def expected(data: bytes, records: list[dict]) -> dict:
         "resolved_by": {v["id"]: v["resolved_by"] for v in views if v["resolved_by"]},
         "relations": relations,
         "scopes": sorted((r["id"], s, index.scope_kind(s)) for r in records for s in dict.fromkeys(r["scope"])),
+        **expected_tables(records),
     }
 
 
@@ -96,6 +97,7 @@ def actual(conn: sqlite3.Connection) -> dict:
         "resolved_by": resolved,
         "relations": relations,
         "scopes": sorted(conn.execute("SELECT * FROM scopes").fetchall()),
+        **query_tables(conn),
     }
 
 

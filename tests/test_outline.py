@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sqlite3
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -126,8 +127,31 @@ def loaded(path: Path, data: bytes) -> dict:
             at_once = facts(Outline.from_index(ix))
         with eager(False):
             on_demand = facts(Outline.from_index(ix))
-    assert on_demand == at_once
+        on_demand["query_tables"] = query_tables(ix.conn)
+    assert on_demand == at_once | {"query_tables": on_demand["query_tables"]}
     return on_demand
+
+
+def query_tables(conn: sqlite3.Connection) -> dict:
+    """What ``--query`` reads besides the records: each record's haystack, each prerequisite edge by position."""
+    return {
+        "haystacks": conn.execute("SELECT seq, haystack FROM haystacks ORDER BY seq").fetchall(),
+        "prerequisites": conn.execute("SELECT source, target FROM prerequisites ORDER BY source, target").fetchall(),
+    }
+
+
+def expected_tables(records: list[dict]) -> dict:
+    """``query_tables`` as the records say."""
+    pos = {r["id"]: i for i, r in enumerate(records)}
+    return {
+        "haystacks": [(i, index._haystack(r)) for i, r in enumerate(records)],
+        "prerequisites": sorted((i, pos[t]) for i, r in enumerate(records) for t in r.get("depends_on") or ()),
+    }
+
+
+def built(records: list[dict]) -> dict:
+    """The facts of the outline built from the records, with the query tables the index must hold for them."""
+    return facts(Outline.build(records)) | {"query_tables": expected_tables(records)}
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -147,11 +171,11 @@ def test_the_outline_from_the_index_equals_a_full_build(
             part = records[: min(cut, len(records))]
             if other_branch and part:  # the same IDs, another branch's text: a rewritten tail
                 part = [*part[:-1], {**part[-1], "text": part[-1]["text"] + " (other branch)"}]
-            assert loaded(path, encode(part, blanks)) == facts(Outline.build(part))
+            assert loaded(path, encode(part, blanks)) == built(part)
         if steps[0][1]:
             for stale in tmp.rglob("*.sqlite"):
                 stale.unlink()
-        assert loaded(path, encode(records, blanks)) == facts(Outline.build(records))
+        assert loaded(path, encode(records, blanks)) == built(records)
 
 
 def test_an_answer_resolves_and_a_supersession_blocks_in_the_indexed_outline(tmp_path: Path, monkeypatch) -> None:
@@ -170,13 +194,13 @@ def test_an_answer_resolves_and_a_supersession_blocks_in_the_indexed_outline(tmp
     out = loaded(path, encode(grown, set()))
     assert out["resolved_by"] == {"q2": ["d4"]}
     assert out["incoming"]["d4"] == ["q2"]
-    assert out == facts(Outline.build(grown))
+    assert out == built(grown)
     retiring = [*grown, rec("c5", "new premise", state="accepted", supersedes=["c1"])]
     out = loaded(path, encode(retiring, set()))
     assert out["blocked"]["d3"] == ["c1"]
     assert out["blocked"]["d4"] == ["d3", "c1"]
     assert "q2" not in out["resolved_by"]
-    assert out == facts(Outline.build(retiring))
+    assert out == built(retiring)
 
 
 def test_records_end_skips_trailing_blank_lines() -> None:
@@ -265,3 +289,129 @@ def test_query_points_from_the_haystack_column_equal_scoring_the_records(
         assert list(got.items()) == list(expected.items())
     if not holds_nul and "\x00" not in query:
         assert got is not None
+
+
+#: Weights for the query ranking's test: the defaults, degree and pins reweighted, and a small text weight
+#: (its cap and integer division then decide ties the SQL must break as Python does).
+SCORING_WEIGHTS = [WEIGHTS, OTHER_WEIGHTS, {**WEIGHTS, "text": 7, "recency": 3}]
+
+
+def scored(o: Outline, query: str, files: list[str], weights: dict, *, ranking_first: bool) -> dict:
+    """Everything selection reads of a task's scoring, in comparable form.
+
+    ``ranking_first``: read the whole ranking before asking for any record's
+    score (an index-ranked query then answers from the keys SQL sorted by), or
+    after (each asked for on its own first).
+    """
+    from docket_git.context.score import Scoring
+
+    s = Scoring(o, weights, files=files, query=query, renames=RENAMES)
+    out: dict = {}
+    if ranking_first:
+        out["ranking"] = list(s.ranking())
+        out["hits"] = list(s.ranked_hits())
+    ids, live = list(o.ids), list(o.live)
+    out["keys"] = {rid: s.key(rid) for rid in live}
+    out["totals"] = {rid: s.totals[rid] for rid in live}
+    out["parts"] = {
+        rid: (x.total, x.scope, x.text, x.recency, x.degree, x.pinned, x.hit, x.renamed)
+        for rid in live
+        for x in [s[rid]]
+    }
+    out["hit_each"] = {rid for rid in ids if rid in s.hits}
+    out["hit_count"] = len(s.hits)
+    out["points"] = {rid: s.points.get(rid, 0) for rid in ids}
+    targets = s.targets()
+    out["targets"] = set(targets)
+    out["targets_each"] = {rid for rid in ids if rid in targets}
+    out["target_count"] = len(targets)
+    if not ranking_first:
+        out["ranking"] = list(s.ranking())
+        out["hits"] = list(s.ranked_hits())
+    out["in_sql"] = s.task is not None
+    return out
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    records=ledgers(),
+    query=QUERIES,
+    files=st.lists(st.sampled_from(TASK_FILES), max_size=3, unique=True),
+    weights=st.sampled_from(range(len(SCORING_WEIGHTS))),
+    odd=st.sampled_from(["", "", "Stra\u00dfe \u03a3\u0399\u03a3 [a]* ?", "nul \x00 here"]),
+    ranking_first=st.booleans(),
+)
+def test_a_query_ranked_in_the_index_equals_the_reference_scoring(
+    records: list[dict], query: str, files: list[str], weights: int, odd: str, ranking_first: bool
+) -> None:
+    """``--query`` hits matched and ranked in SQL (``TaskHits``) score, rank and cover as ``Scoring`` of a built outline.
+
+    The ranking (ties newer first), each record's key, total and parts, the hits,
+    their query points and coverage's prerequisite closure, with and without
+    task files beside the query; a NUL anywhere takes the Python way.
+    """
+    from docket_git.ledger.project import project
+
+    w = SCORING_WEIGHTS[weights]
+    records[-1] = {**records[-1], "text": records[-1]["text"] + " " + odd}
+    expected = scored(Outline.build(records), query, files, w, ranking_first=ranking_first)
+    assert not expected["in_sql"]
+    with cache_home() as tmp:
+        path = tmp / "repo" / ".docket" / "ledger.jsonl"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(encode(records, set()))
+        with index.opened(path) as ix, eager(False):
+            got = scored(Outline.from_index(ix), query, files, w, ranking_first=ranking_first)
+    current = {v["id"] for v in project(records) if not v["retired_by"]}
+    nul = "\x00" in query or any(index._haystack(r) is None for r in records if r["id"] in current)
+    assert got.pop("in_sql") == (
+        not nul and bool(query.split()) and len(set(query.casefold().split())) <= index.MAX_TERMS
+    )
+    expected.pop("in_sql")
+    assert got == expected
+
+
+def test_a_common_term_and_a_rare_one_ranked_in_the_index(tmp_path: Path, monkeypatch) -> None:
+    """A term every current record holds weighs nothing past 999 records: its holders are no hits, in SQL as in Python."""
+    from .conftest import rec
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    records = [rec(f"c{i}", f"common words {'rare' if i % 97 == 0 else ''}", state="accepted") for i in range(1, 1201)]
+    records.append(rec("c1201", "common words, again", state="accepted", supersedes=["c5"]))
+    records.append(rec("d1202", "common choice", depends_on=["c97"]))
+    path = tmp_path / "repo" / ".docket" / "ledger.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(encode(records, set()))
+    for query in ("common", "rare", "common rare", "words   common", "d1202 c9"):
+        expected = scored(Outline.build(records), query, [], WEIGHTS, ranking_first=True)
+        with index.opened(path) as ix, eager(False):
+            got = scored(Outline.from_index(ix), query, [], WEIGHTS, ranking_first=True)
+        assert got.pop("in_sql")
+        expected.pop("in_sql")
+        assert got == expected, query
+
+
+def test_coverage_from_index_ranked_hits_walks_only_current_prerequisites(tmp_path: Path, monkeypatch) -> None:
+    """A hit's prerequisite closure stops at a retired record, as ``Outline.closure`` does, when SQL walks it."""
+    from .conftest import rec
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    records = [
+        rec("c1", "gamma one", state="accepted"),
+        rec("c2", "gamma two", state="accepted"),
+        rec("d3", "gamma three", depends_on=["c1"]),
+        rec("d4", "gamma four", depends_on=["d3", "c2"]),
+        rec("d5", "gamma five", supersedes=["d3"]),
+        rec("d6", "zeta six", depends_on=["d4"]),
+        rec("d7", "zeta seven", depends_on=["d3"]),
+    ]
+    path = tmp_path / "repo" / ".docket" / "ledger.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(encode(records, set()))
+    expected = scored(Outline.build(records), "zeta", [], WEIGHTS, ranking_first=False)
+    assert expected["targets"] == {"d6", "d7", "d4", "c2"}
+    with index.opened(path) as ix, eager(False):
+        got = scored(Outline.from_index(ix), "zeta", [], WEIGHTS, ranking_first=False)
+    assert got.pop("in_sql")
+    expected.pop("in_sql")
+    assert got == expected

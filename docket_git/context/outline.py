@@ -15,6 +15,7 @@ the ranking is merged from index strata as far as the layout reads it.
 from __future__ import annotations
 
 import heapq
+import itertools
 import json
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -81,6 +82,46 @@ def references(
                 if cites:
                     incoming.setdefault(ref, []).append(question)
     return counts, incoming
+
+
+class Ranking(Sequence[str]):
+    """A ranking read from a sorted stream as far as it is used: ``len`` is known up front."""
+
+    __slots__ = ("_items", "_len", "_source")
+
+    def __init__(self, source: Iterator[str], count: int) -> None:
+        self._source: Iterator[str] | None = source
+        self._items: list[str] = []
+        self._len = count
+
+    def _fill(self, n: int) -> None:
+        """Read the stream until n items are known (or it ends)."""
+        items, source = self._items, self._source
+        if source is None or len(items) >= n:
+            return
+        items.extend(itertools.islice(source, n - len(items)))
+        if len(items) < n:
+            self._source = None
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def,override]
+        if isinstance(i, slice):
+            self._fill(i.indices(self._len)[1])
+            return self._items[i]
+        self._fill(i + 1 if i >= 0 else self._len)
+        return self._items[i]
+
+    def __iter__(self) -> Iterator[str]:
+        i = 0
+        while True:
+            self._fill(i + 64)
+            items = self._items
+            if i >= len(items):
+                return
+            yield from items[i : i + 64]
+            i += 64
 
 
 class _Lazy(dict):
@@ -295,8 +336,10 @@ class Outline:
         """How many records a later record supersedes."""
         return len(self.ids) - len(self.current)
 
-    def base_order(self, weights: Mapping[str, int], span: int) -> Iterator[tuple[int, str]]:
-        """(key, ID) of every current record, key descending: ``key = base << 40 | position``.
+    def base_order(
+        self, weights: Mapping[str, int], span: int, without: AbstractSet[str] | None = None
+    ) -> Iterator[tuple[int, str]]:
+        """(key, ID) of every current record (but those in ``without``), key descending: ``key = base << 40 | position``.
 
         ``base`` is the task-free part of the score: recency, degree, pin.
         """
@@ -309,6 +352,8 @@ class Outline:
         pos, degrees, pinned = self.pos, self.degrees, self.pinned
         keys = []
         for rid in self.live:
+            if without is not None and rid in without:
+                continue
             i = pos[rid]
             base = w_recency * i // span + w_degree * min(degrees.get(rid, 0), cap)
             if rid in pinned:
@@ -332,6 +377,17 @@ class Outline:
 
     def text_points(self, query: str) -> dict[str, int] | None:
         """A query's points per current record from an index (``IndexedOutline``); None: score the records."""
+        return None
+
+    def task_hits(
+        self, rows: list[HitRow], query: str, weights: Mapping[str, int], span: int, cap: int
+    ) -> TaskHits | None:
+        """A query's hits with the task's scope hits (``rows``), matched and ranked in the index; None: rank in Python.
+
+        Only an ``IndexedOutline`` of more than EAGER records gives them (see ``TaskHits``);
+        ``score.Scoring`` ranks everything else itself, and is the reference this must equal.
+        ``cap``: query points count up to this many toward the text weight.
+        """
         return None
 
     def scope_hits(
@@ -566,8 +622,12 @@ class IndexedOutline(Outline):
             self._live = _IdList(self._facts.conn, "retired_by = ''", len(self.current))
         return self._live
 
-    def base_order(self, weights: Mapping[str, int], span: int) -> Iterator[tuple[int, str]]:
+    def base_order(
+        self, weights: Mapping[str, int], span: int, without: AbstractSet[str] | None = None
+    ) -> Iterator[tuple[int, str]]:
         conn, rows = self._facts.conn, self._facts.rows
+        if not self._eager and without is not None and not isinstance(without, TaskHits):
+            return super().base_order(weights, span, without)
         if self._eager:  # every fact is at hand: sort them, as a build does
             w_recency, w_degree, cap, w_pinned = (
                 weights["recency"],
@@ -582,7 +642,9 @@ class IndexedOutline(Outline):
                     rid,
                 )
                 for rid, row in rows.items()
-                if row is not None and not row[1]  # None: an ID asked for that the ledger lacks
+                if row is not None  # None: an ID asked for that the ledger lacks
+                and not row[1]
+                and (without is None or rid not in without)
             ]
             keys.sort(reverse=True)
             return iter(keys)
@@ -593,9 +655,12 @@ class IndexedOutline(Outline):
             weights["pinned"],
         )
 
+        # Without a query's hits: the stratum skips them in SQL (their rows in its temporary table).
+        sql = _STRATUM if without is None else _STRATUM_WITHOUT.format(table=without.table)  # type: ignore[attr-defined]
+
         def stratum(pinned: int, degree: int) -> Iterator[tuple[int, str]]:
             add = w_degree * min(degree, cap) + (w_pinned if pinned else 0)
-            for seq, rid in conn.execute(_STRATUM, (pinned, degree)):
+            for seq, rid in conn.execute(sql, (pinned, degree)):
                 if rid not in rows:
                     rows[rid] = (seq, "", degree, pinned)
                 yield ((w_recency * seq // span + add) << 40) | seq, rid
@@ -610,6 +675,42 @@ class IndexedOutline(Outline):
                 degree = step(_NEXT_DEGREE, (pinned, degree)).fetchone()[0]
             pinned = step(_NEXT_PINNED, (pinned,)).fetchone()[0]
         return heapq.merge(*streams, reverse=True)
+
+    def task_hits(
+        self, rows: list[HitRow], query: str, weights: Mapping[str, int], span: int, cap: int
+    ) -> TaskHits | None:
+        if self._eager:
+            return None  # a small ledger: its hits are ranked in Python, as a built outline's are
+        terms, phrase = ledger_index.query_needles(query)
+        if not terms or len(terms) > ledger_index.MAX_TERMS or "\x00" in phrase:
+            return None
+        most = (
+            weights["recency"]
+            + weights["degree"] * weights["degree_cap"]
+            + weights["pinned"]
+            + weights["text"]
+            + max((row[2] for row in rows), default=0)
+        )
+        if most >= 1 << 22:
+            return None  # a key (score << 40 | seq) could overflow SQLite's 64-bit integers
+        conn = self._facts.conn
+        if ledger_index.nul_haystack(conn):
+            return None
+        table = ledger_index.temp_name("docket_hits")
+        try:  # written now, before any ranking reads: DDL would abort the statements reading
+            conn.execute(f"CREATE TEMP TABLE {table} ({_TASK_COLUMNS})")
+            conn.execute(f"CREATE TEMP TABLE {table}_retired (seq INTEGER PRIMARY KEY)")
+        except sqlite3.Error:
+            return None  # no temporary tables on this connection
+        conn.execute(f"INSERT INTO temp.{table}_retired {_RETIRED}")
+        points = ledger_index.match_query(conn, terms, phrase, table, len(self.current))
+        if rows:
+            conn.executemany(
+                f"INSERT INTO temp.{table} (seq, mask, scope, renamed) VALUES (?, 0, ?, ?)"
+                " ON CONFLICT (seq) DO UPDATE SET scope = excluded.scope, renamed = excluded.renamed",
+                [(row[1], row[2], int(row[3])) for row in rows],
+            )
+        return TaskHits(self, table, points, weights, span, cap)
 
     def text_points(self, query: str) -> dict[str, int] | None:
         points = ledger_index.text_points(self.ix.conn, query)
@@ -638,9 +739,186 @@ class IndexedOutline(Outline):
         ]
 
 
+class TaskHits(AbstractSet[str]):
+    """A query's hits, with the task's scope hits, matched and ranked in the index: Python sees what selection reads.
+
+    ``temp.<table>`` holds a row per task hit: its seq, the query's mask
+    (``ledger.index.match_query``: which terms it holds, and the phrase), its
+    scope points and whether a renamed scope gave them. One query ranks the
+    rows with their facts (the key ``score.Scoring`` computes: score << 40 |
+    position), read as far as selection and the ranking merge go; a record's
+    row is otherwise looked up when asked for. The base ranking skips the
+    hits in SQL (``IndexedOutline.base_order``), and coverage's prerequisite
+    closure starts from them in SQL (``targets``).
+    """
+
+    def __init__(
+        self, outline: IndexedOutline, table: str, points: list[int], weights: Mapping[str, int], span: int, cap: int
+    ) -> None:
+        self.table = table
+        self._outline = outline
+        self._conn = conn = outline._facts.conn
+        self._points = points
+        self._by_mask: dict[int, int] = {}
+        #: Record ID -> (query points, scope points, via rename), or None for a record that is no hit.
+        self._rows: dict[str, tuple[int, int, int] | None] = {}
+        self._len = conn.execute(f"SELECT count(*) FROM temp.{table}").fetchone()[0]
+        self._weights = (weights["recency"], span, weights["degree"], weights["degree_cap"], weights["pinned"])
+        self._text = (weights["text"], cap)
+        self._ranked: Ranking | None = None
+        #: Ranking key (as ``score.Scoring.key``) of each hit the ranking has read so far, as SQL computed it.
+        self.keys: dict[str, int] = {}
+        # Selection ranks every pinned record: their rows and facts in one query.
+        facts, rows = outline._facts.rows, self._rows
+        for seq, rid, degree, mask, scope, renamed in conn.execute(_TASK_PINNED.format(table=table)):
+            if rid not in facts:
+                facts[rid] = (seq, "", degree, 1)
+            rows[rid] = (self.points(mask), scope, renamed)
+        for rid in outline.pinned:
+            if rid not in rows:
+                rows[rid] = None
+
+    def points(self, mask: int) -> int:
+        """The query points of a mask."""
+        found = self._by_mask.get(mask)
+        if found is None:
+            found = self._by_mask[mask] = ledger_index.mask_points(self._points, mask)
+        return found
+
+    def row(self, rid: str) -> tuple[int, int, int] | None:
+        """(query points, scope points, via rename) of a task hit; None for any other ID."""
+        try:
+            return self._rows[rid]
+        except KeyError:
+            pass
+        facts = self._outline._facts(rid)
+        found = None
+        if facts is not None and not facts[1]:
+            got = self._conn.execute(f"SELECT mask, scope, renamed FROM temp.{self.table} WHERE seq = ?", (facts[0],))
+            hit = got.fetchone()
+            if hit is not None:
+                found = (self.points(hit[0]), hit[1], hit[2])
+        self._rows[rid] = found
+        return found
+
+    def __contains__(self, rid: object) -> bool:
+        return isinstance(rid, str) and self.row(rid) is not None
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __iter__(self) -> Iterator[str]:
+        query = f"SELECT r.id FROM temp.{self.table} t CROSS JOIN records r ON r.seq = t.seq ORDER BY t.seq"
+        return (rid for (rid,) in self._conn.execute(query))
+
+    def ranked(self) -> Ranking:
+        """The hits best first (descending score, then newer first), read from one SQL ranking as far as used."""
+        if self._ranked is None:
+            self._ranked = Ranking(self._stream(), self._len)
+        return self._ranked
+
+    def _stream(self) -> Iterator[str]:
+        w_text, cap = self._text
+        points = " + ".join(f"((t.mask >> {i}) & 1) * {p}" for i, p in enumerate(self._points) if p) or "0"
+        join = (_BY_RANK if 2 * self._len > len(self._outline.current) else _BY_SEQ).format(table=self.table)
+        query = _TASK_RANKED.format(join=join, points=points)
+        facts, rows, keys = self._outline._facts.rows, self._rows, self.keys
+        for key, seq, rid, degree, pinned, mask, scope, renamed in self._conn.execute(
+            query, (*self._weights, w_text, cap)
+        ):
+            if rid not in facts:
+                facts[rid] = (seq, "", degree, pinned)
+            rows[rid] = (self.points(mask), scope, renamed)
+            keys[rid] = key
+            yield rid
+
+    def targets(self) -> AbstractSet[str]:
+        """The hits and their prerequisite closure through current records (``Outline.closure``), from SQL."""
+        conn, table, retired = self._conn, self.table, f"{self.table}_retired"
+        edges = conn.execute("SELECT max(rowid) FROM prerequisites").fetchone()[0] or 0
+        # The first steps from the hits: each hit's prerequisites (few hits), or every prerequisite edge
+        # whose source is a hit (many: a common term's tens of thousands).
+        outside = _OUTSIDE.format(table=table, retired=retired)
+        seed = (_SEED_BY_HIT if 2 * self._len < edges else _SEED_BY_EDGE).format(table=table, outside=outside)
+        extra = {seq for (seq,) in conn.execute(_EXTRAS.format(seed=seed, outside=outside))}
+        return _Targets(self, extra)
+
+
+class _Targets(AbstractSet[str]):
+    """Task hits and the current records outside them that their prerequisites reach (``extra``: their seqs)."""
+
+    def __init__(self, hits: TaskHits, extra: set[int]) -> None:
+        self._hits, self._extra = hits, extra
+
+    def __contains__(self, rid: object) -> bool:
+        if rid in self._hits:
+            return True
+        facts = self._hits._outline._facts(rid)
+        return facts is not None and facts[0] in self._extra
+
+    def __len__(self) -> int:
+        return len(self._hits) + len(self._extra)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._hits
+        found = self._hits._conn.execute(
+            "SELECT id FROM records WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq",
+            (json.dumps(sorted(self._extra)),),
+        )
+        yield from (rid for (rid,) in found)
+
+
+#: The retired records' seqs.
+_RETIRED = "SELECT seq FROM records INDEXED BY records_rank WHERE retired_by > ''"
+#: A task's hits table: seq, the query's mask, scope points, via rename.
+_TASK_COLUMNS = (
+    "seq INTEGER PRIMARY KEY, mask INTEGER NOT NULL, scope INTEGER NOT NULL DEFAULT 0,"
+    " renamed INTEGER NOT NULL DEFAULT 0"
+)
+#: The task hits best first, with their facts: the key of ``score.Scoring`` (weights ?1-?5: recency, span,
+#: degree, degree_cap, pinned; ?6 the text weight, ?7 the points it is reached at; {points}: from the mask).
+_TASK_RANKED = (
+    "SELECT ((((?1 * t.seq) / ?2 + ?3 * min(r.degree, ?4) + ?5 * r.pinned + t.scope"
+    " + ?6 * min({points}, ?7) / ?7) << 40) | t.seq) AS key, t.seq, r.id, r.degree, r.pinned, t.mask, t.scope, t.renamed"
+    " FROM {join} ORDER BY key DESC"
+)
+#: How the ranking reaches a hit's facts: few hits each by its seq; many (over half the current records) by
+#: one pass over the current records' ranking index, which is smaller than the records rows and read in order.
+_BY_SEQ = "temp.{table} t CROSS JOIN records r ON r.seq = t.seq"
+_BY_RANK = "records r INDEXED BY records_rank CROSS JOIN temp.{table} t ON t.seq = r.seq WHERE r.retired_by = ''"
+#: The pinned task hits, with their facts.
+_TASK_PINNED = (
+    "SELECT r.seq, r.id, r.degree, t.mask, t.scope, t.renamed FROM records r INDEXED BY records_rank"
+    " CROSS JOIN temp.{table} t ON t.seq = r.seq WHERE r.retired_by = '' AND r.pinned = 1"
+)
+#: The current records outside the hits that the hits' prerequisites reach through current records, by seq:
+#: a step stops at a hit (its own prerequisites are steps already) and at a retired record.
+_EXTRAS = (
+    "WITH RECURSIVE c(seq) AS ({seed}"
+    " UNION SELECT p.target FROM c CROSS JOIN prerequisites p INDEXED BY prerequisites_source ON p.source = c.seq"
+    "{outside}) SELECT seq FROM c"
+)
+#: A step's target is no hit and not retired (``{retired}``: the retired records' seqs).
+_OUTSIDE = (
+    " LEFT JOIN temp.{table} o ON o.seq = p.target LEFT JOIN temp.{retired} x ON x.seq = p.target"
+    " WHERE o.seq IS NULL AND x.seq IS NULL"
+)
+#: The first steps: from each hit (few hits), or each prerequisite edge whose source is a hit (many).
+_SEED_BY_HIT = (
+    "SELECT p.target FROM temp.{table} h CROSS JOIN prerequisites p INDEXED BY prerequisites_source"
+    " ON p.source = h.seq{outside}"
+)
+_SEED_BY_EDGE = "SELECT p.target FROM prerequisites p CROSS JOIN temp.{table} h ON h.seq = p.source{outside}"
+
+
 _STRATUM = (
     "SELECT seq, id FROM records INDEXED BY records_rank"
     " WHERE retired_by = '' AND pinned = ? AND degree = ? ORDER BY seq DESC"
+)
+_STRATUM_WITHOUT = (
+    "SELECT seq, id FROM records INDEXED BY records_rank"
+    " WHERE retired_by = '' AND pinned = ? AND degree = ?"
+    " AND NOT EXISTS (SELECT 1 FROM temp.{table} t WHERE t.seq = records.seq) ORDER BY seq DESC"
 )
 _NEXT_PINNED = "SELECT min(pinned) FROM records INDEXED BY records_rank WHERE retired_by = '' AND pinned > ?"
 _NEXT_DEGREE = (

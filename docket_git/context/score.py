@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
 from docket_git.context import scope as scoping
-from docket_git.context.outline import Outline, references
+from docket_git.context.outline import Outline, Ranking, TaskHits, references
 from docket_git.ledger.model import searchable
 from docket_git.plain import Plain
 
@@ -154,28 +154,44 @@ class Scoring:
         self.scope: dict[str, int] = {row[0]: row[2] for row in rows}
         #: Records whose scope matched only through a renamed path.
         self.renamed: set[str] = {row[0] for row in rows if row[3]}
-        if query.strip():
-            found = outline.text_points(query)  # from the index's haystack column, when it has one
-            self.points = found if found is not None else record_points(outline.many(list(outline.live)), query)
-        else:
-            self.points = {}
         #: In-degrees, and the reverse relation index expansion walks.
         self.degrees, self.incoming = outline.degrees, outline.incoming
         self.pinned: AbstractSet[str] = outline.pinned
+        #: A query's hits matched and ranked in the index (a large indexed outline), else None.
+        self.task: TaskHits | None = (
+            outline.task_hits(rows, query, weights, self.span, TEXT_POINTS_CAP) if query.strip() else None
+        )
         #: Task hits: records matching the task's files or query.
-        self.hits: set[str] = set(self.scope) | set(self.points)
-        #: Task hit -> its scope and text parts (what the task adds to the task-free score).
-        boost = dict(self.scope)
-        w_text = weights["text"]
-        for rid, p in self.points.items():
-            boost[rid] = boost.get(rid, 0) + w_text * min(p, TEXT_POINTS_CAP) // TEXT_POINTS_CAP
-        self.boost = boost
+        self.hits: AbstractSet[str]
+        #: Task hit -> its query points (uncapped; only hits with some), and its scope and text parts
+        #: (what the task adds to the task-free score).
+        self.points: Mapping[str, int]
+        self.boost: Mapping[str, int]
+        #: Ranking keys of the scope hits (from their rows), and the hits best first when known.
+        self._keys: dict[str, int] = {}
+        self._ranked_hits: Sequence[str] | None = None
+        if self.task is not None:
+            self.hits, self.points, self.boost = self.task, _Points(self.task), _Boosts(self.task, weights["text"])
+            self._ranked_hits = self.task.ranked()
+            self._keys = self.task.keys  # filled as the ranking is read, with the keys SQL sorted by
+        else:
+            if query.strip():
+                found = outline.text_points(query)  # from the index's haystacks, when it has them
+                self.points = found if found is not None else record_points(outline.many(list(outline.live)), query)
+            else:
+                self.points = {}
+            self.hits = set(self.scope) | set(self.points)
+            boost = dict(self.scope)
+            w_text = weights["text"]
+            for rid, p in self.points.items():
+                boost[rid] = boost.get(rid, 0) + w_text * min(p, TEXT_POINTS_CAP) // TEXT_POINTS_CAP
+            self.boost = boost
+            if not self.points:
+                self._keys = {row[0]: row[4] for row in rows}
+                self._ranked_hits = [row[0] for row in rows]
         #: Record ID -> total score, for every current record (computed when asked for).
         self.totals: Mapping[str, int] = _Totals(self, outline.current)
         self._parts: dict[str, Score] = {}
-        #: Ranking keys of the scope hits (from their rows), and the hits best first when no query adds points.
-        self._keys: dict[str, int] = {row[0]: row[4] for row in rows} if not self.points else {}
-        self._ranked_hits: list[str] | None = [row[0] for row in rows] if not self.points else None
 
     def total(self, rid: str) -> int:
         """A current record's total score."""
@@ -192,14 +208,26 @@ class Scoring:
         key = self._keys.get(rid)
         return (self.totals[rid] << 40) | self.position[rid] if key is None else key
 
-    def ranked_hits(self) -> list[str]:
-        """The task hits, best first."""
+    def ranked_hits(self) -> Sequence[str]:
+        """The task hits, best first (read from the index as far as used, when it ranked them)."""
         if self._ranked_hits is None:
             self._ranked_hits = sorted(self.hits, key=self.key, reverse=True)
         return self._ranked_hits
 
+    def targets(self) -> AbstractSet[str]:
+        """The task hits and their prerequisite closure through current records (what coverage counts)."""
+        if self.task is not None:
+            return self.task.targets()
+        return self.outline.closure(self.ranked_hits())
+
     def ranking(self) -> Ranking:
         """Every current record, best first (descending score, then newer first), produced as read."""
+        if self.task is not None:  # the hits ranked in SQL, the rest from the index strata without them
+            keys = self.task.keys
+            boosted = ((keys[rid], rid) for rid in self.task.ranked())
+            base = self.outline.base_order(self.weights, self.span, without=self.task)
+            merged = heapq.merge(boosted, base, reverse=True)
+            return Ranking((rid for _, rid in merged), len(self.outline.current))
         boosted = [(self.key(rid), rid) for rid in self.ranked_hits()]
         base = self.outline.base_order(self.weights, self.span)
         if boosted:
@@ -226,6 +254,44 @@ class Scoring:
     def get(self, rid: str) -> Score | None:
         """The record's score, or None for a record that is not current."""
         return self[rid] if rid in self.totals else None
+
+
+class _Points(Mapping[str, int]):
+    """Task hit -> its query points, for the hits that have some (a ``TaskHits`` row, read when asked for)."""
+
+    def __init__(self, task: TaskHits) -> None:
+        self._task = task
+
+    def __getitem__(self, rid: str) -> int:
+        row = self._task.row(rid)
+        if row is None or not row[0]:
+            raise KeyError(rid)
+        return row[0]
+
+    def __iter__(self) -> Iterator[str]:
+        return (rid for rid in self._task if rid in self)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+class _Boosts(Mapping[str, int]):
+    """Task hit -> its scope and text parts (a ``TaskHits`` row, read when asked for)."""
+
+    def __init__(self, task: TaskHits, w_text: int) -> None:
+        self._task, self._w_text = task, w_text
+
+    def __getitem__(self, rid: str) -> int:
+        row = self._task.row(rid)
+        if row is None:
+            raise KeyError(rid)
+        return row[1] + self._w_text * min(row[0], TEXT_POINTS_CAP) // TEXT_POINTS_CAP
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._task)
+
+    def __len__(self) -> int:
+        return len(self._task)
 
 
 class _Totals(Mapping[str, int]):
@@ -256,46 +322,6 @@ class _Totals(Mapping[str, int]):
 
     def __len__(self) -> int:
         return len(self._current)
-
-
-class Ranking(Sequence[str]):
-    """A ranking read from a sorted stream as far as it is used: ``len`` is known up front."""
-
-    __slots__ = ("_items", "_len", "_source")
-
-    def __init__(self, source: Iterator[str], count: int) -> None:
-        self._source: Iterator[str] | None = source
-        self._items: list[str] = []
-        self._len = count
-
-    def _fill(self, n: int) -> None:
-        """Read the stream until n items are known (or it ends)."""
-        items, source = self._items, self._source
-        if source is None or len(items) >= n:
-            return
-        items.extend(itertools.islice(source, n - len(items)))
-        if len(items) < n:
-            self._source = None
-
-    def __len__(self) -> int:
-        return self._len
-
-    def __getitem__(self, i):  # type: ignore[no-untyped-def,override]
-        if isinstance(i, slice):
-            self._fill(i.indices(self._len)[1])
-            return self._items[i]
-        self._fill(i + 1 if i >= 0 else self._len)
-        return self._items[i]
-
-    def __iter__(self) -> Iterator[str]:
-        i = 0
-        while True:
-            self._fill(i + 64)
-            items = self._items
-            if i >= len(items):
-                return
-            yield from items[i : i + 64]
-            i += 64
 
 
 def score_records(

@@ -235,7 +235,7 @@ class _Selector:
         """Task matches and their prerequisite closure (current records), or every current record."""
         if not self.task:
             return self.current
-        return self.outline.closure(self.hits)
+        return self.scores.targets()
 
     def tally(
         self, named: int, *, full: int | None = None, missing: int | None = None, uncovered: int | None = None

@@ -44,6 +44,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import heapq
+import itertools
 import json
 import os
 import sqlite3
@@ -57,7 +58,7 @@ from docket_git.ledger.validate import Index as Known
 from docket_git.repo import files
 
 #: Bump when the tables or what fills them change: an index of another version is rebuilt.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 7
 #: Checkpoints fall on the first line end at or after every BLOCK bytes.
 BLOCK = 1 << 16
 #: The proof of currency hashes this many bytes at the end of the indexed ledger.
@@ -99,10 +100,17 @@ CREATE TABLE records (
   supersedes TEXT NOT NULL,             -- JSON arrays of IDs, as recorded
   depends_on TEXT NOT NULL,
   answers TEXT NOT NULL,
-  degree INTEGER NOT NULL,              -- references to it: supports, depends_on, answers (from any record)
+  degree INTEGER NOT NULL               -- references to it: supports, depends_on, answers (from any record)
                                         -- and resolved_by; what the briefing's degree score counts
+);
+CREATE TABLE haystacks (                -- apart from records: a query scans only these bytes
+  seq INTEGER PRIMARY KEY,              -- the record's seq
   haystack TEXT                         -- what --query matches, casefolded: id, text, rationale, choice,
                                         -- alternatives, scope joined by spaces; NULL when it holds a NUL
+);
+CREATE TABLE prerequisites (            -- each depends_on relation by position: coverage walks integers
+  source INTEGER NOT NULL,              -- the seq of the decision that depends
+  target INTEGER NOT NULL               -- the seq of its prerequisite (always earlier)
 );
 CREATE TABLE relations (
   source TEXT NOT NULL,                 -- the citing record
@@ -136,13 +144,26 @@ CREATE INDEX scopes_scope ON scopes (scope, record);
 CREATE INDEX blocked_by_decision ON blocked_by (decision);
 CREATE INDEX resolved_by_question ON resolved_by (question);
 CREATE INDEX resolved_by_resolver ON resolved_by (resolver, question);
+CREATE INDEX haystacks_nul ON haystacks (seq) WHERE haystack IS NULL;
+CREATE INDEX prerequisites_source ON prerequisites (source, target);
 """
 
 #: The tables alone: a build creates the secondary indexes once its rows are in (several times faster).
 TABLES = SCHEMA[: SCHEMA.index("CREATE INDEX")]
 INDEXES = [line for line in SCHEMA.splitlines() if line.startswith("CREATE INDEX")]
-_RECORD_COLUMNS = 23
+_RECORD_COLUMNS = 22
 _INSERT_RECORD = f"INSERT INTO records VALUES ({', '.join('?' * _RECORD_COLUMNS)})"
+_INSERT_HAYSTACK = "INSERT INTO haystacks VALUES (?, ?)"
+#: The prerequisites rows of the records from position ? on, once their depends_on relations are in:
+#: a build's every relation in one pass (no secondary index yet), an update's new records one by one.
+_INSERT_PREREQUISITES = (
+    "INSERT INTO prerequisites SELECT s.seq, t.seq FROM relations r CROSS JOIN records s ON s.id = r.source"
+    " CROSS JOIN records t ON t.id = r.target WHERE r.type = 'depends_on'"
+)
+_INSERT_NEW_PREREQUISITES = (
+    "INSERT INTO prerequisites SELECT s.seq, t.seq FROM records s CROSS JOIN relations r INDEXED BY relations_source"
+    " ON r.source = s.id CROSS JOIN records t ON t.id = r.target WHERE s.seq >= ? AND r.type = 'depends_on'"
+)
 _GLOB = frozenset("*?[]")
 
 
@@ -613,7 +634,17 @@ def _afresh(prefix: tuple[int, int, int], data: bytes) -> bool:
 
 def _clear(conn: sqlite3.Connection) -> None:
     """Empty every table and drop the secondary indexes (``_fill`` creates them once, at the end)."""
-    for table in ("meta", "checkpoints", "records", "relations", "scopes", "blocked_by", "resolved_by"):
+    for table in (
+        "meta",
+        "checkpoints",
+        "records",
+        "haystacks",
+        "prerequisites",
+        "relations",
+        "scopes",
+        "blocked_by",
+        "resolved_by",
+    ):
         conn.execute(f"DELETE FROM {table}")
     for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL").fetchall():
         conn.execute(f"DROP INDEX {name}")
@@ -648,7 +679,7 @@ def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple) -> N
     retired_so_far: dict[str, str] = {}
     for records, ends in store.validated(snap):
         rows: list[list] = []
-        rels, scopes = [], []
+        rels, scopes, hays = [], [], []
         for record, end in zip(records, ends, strict=True):
             rid, kind, state = record["id"], record["kind"], record["state"]
             stop = end - 1 if data[end - 1] == 10 else end
@@ -663,6 +694,7 @@ def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple) -> N
             applicable = (1 if state == "adopted" else 0) if kind == "decision" else None
             digest = sha256(view[start:stop]).hexdigest()
             rows.append(_record_row(seq, record, state, "", applicable, start, stop - start, digest))
+            hays.append((seq, _haystack(record)))
             entry = {"id": rid, "kind": kind, "state": state}
             if supports:
                 for n, group in enumerate(supports):
@@ -695,7 +727,8 @@ def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple) -> N
         held = rows
         conn.executemany("INSERT INTO relations VALUES (?, ?, ?, ?)", rels)
         conn.executemany("INSERT INTO scopes VALUES (?, ?, ?)", scopes)
-        del rels, scopes
+        conn.executemany(_INSERT_HAYSTACK, hays)
+        del rels, scopes, hays
     _flush(conn, held, degree, retired_so_far, written)
     del held
     derived = project.derive(structure)
@@ -716,6 +749,7 @@ def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple) -> N
     )
     length = snap.valid_length
     conn.executemany("INSERT INTO checkpoints VALUES (?, ?, ?, ?)", _checkpoints(data, 0, 0, 0, length, record_ends))
+    conn.execute(_INSERT_PREREQUISITES)
     for statement in INDEXES:
         conn.execute(statement)
     _write_meta(conn, ledger, stat, data, length, data.count(b"\n", 0, length))
@@ -889,6 +923,8 @@ def _truncate(conn: sqlite3.Connection, kept: int) -> list[tuple[str, str, str]]
     # Questions a gone record resolved are settled again (_settle_changed); their rows go with them.
     conn.execute("DELETE FROM resolved_by WHERE question IN (SELECT id FROM gone) OR resolver IN (SELECT id FROM gone)")
     conn.execute("DELETE FROM records WHERE seq >= ?", (kept,))
+    conn.execute("DELETE FROM haystacks WHERE seq >= ?", (kept,))
+    conn.execute("DELETE FROM prerequisites WHERE source >= ?", (kept,))
     return removed
 
 
@@ -925,12 +961,11 @@ def _record_row(
         _ids(get("depends_on")),
         _ids(get("answers")),
         0,  # degree: counted once the record's citers are in (_settle_changed, _settle_appended, _flush)
-        _haystack(record),
     ]
 
 
 def _haystack(record: dict) -> str | None:
-    """The ``haystack`` column: ``model.searchable`` casefolded (None when it holds a NUL: SQL text stops there)."""
+    """The ``haystacks`` row's text: ``model.searchable`` casefolded (None when it holds a NUL: SQL text stops there)."""
     folded = model.searchable(record).casefold()
     return None if "\x00" in folded else folded
 
@@ -963,17 +998,20 @@ def _insert_new(
     base: int = 0,
 ) -> None:
     """Insert the rows of new records (``ends``: offsets in ``data``, which starts at file offset ``base``)."""
-    rows, rels, scopes = [], [], []
+    rows, rels, scopes, hays = [], [], [], []
     for i, (record, view, line, end) in enumerate(zip(new, views, lines, ends, strict=True)):
         offset = base + end - len(line) - (1 if data[end - 1 : end] == b"\n" else 0)
         digest = canonical.sha256(line)
         rows.append(_record_row(first + i, record, *_derived_columns(view), offset, len(line), digest))
+        hays.append((first + i, _haystack(record)))
         r, s = _owned_rows(record)
         rels.extend(r)
         scopes.extend(s)
     conn.executemany(_INSERT_RECORD, rows)
+    conn.executemany(_INSERT_HAYSTACK, hays)
     conn.executemany("INSERT INTO relations VALUES (?, ?, ?, ?)", rels)
     conn.executemany("INSERT INTO scopes VALUES (?, ?, ?)", scopes)
+    conn.execute(_INSERT_NEW_PREREQUISITES, (first,))
 
 
 def _settle_changed(
@@ -1283,38 +1321,152 @@ def opened(ledger: Path) -> Iterator[Index]:
         index.close()
 
 
-_HOLDING = "SELECT seq, id FROM records WHERE retired_by = '' AND instr(haystack, ?) > 0"
+#: A query's distinct terms matched in one scan: a bit each of a mask (the phrase takes the next bit;
+#: SQLite integers have 63 bits and a sign). A longer query is matched a term at a time.
+MAX_TERMS = 62
+#: GLOB patterns up to this many bytes (SQLite refuses those over 50,000); a longer needle is tested with instr.
+_GLOB_BYTES = 40_000
+#: What a GLOB pattern must bracket to match it literally (GLOB has no escape character).
+_GLOB_LITERAL = str.maketrans({"*": "[*]", "?": "[?]", "[": "[[]"})
+_TEMP = itertools.count()
+#: The current records holding a needle (a term-at-a-time match), in file order.
+_HOLDING = (
+    "SELECT h.seq, r.id FROM haystacks h JOIN records r ON r.seq = h.seq"
+    " WHERE r.retired_by = '' AND instr(h.haystack, ?) > 0 ORDER BY h.seq"
+)
+
+
+def temp_name(stem: str) -> str:
+    """A name for a temporary table no other in this process has (a query's hits live in one)."""
+    return f"{stem}_{next(_TEMP)}"
+
+
+def query_needles(query: str) -> tuple[list[str], str]:
+    """A query's distinct casefolded terms, in order, and its phrase (the terms as written, one space apart)."""
+    words = query.casefold().split()
+    return list(dict.fromkeys(words)), " ".join(words)
+
+
+def _test(needle: str, param: str) -> tuple[str, str]:
+    """SQL true when the ``haystack`` column holds needle, and the parameter it takes.
+
+    GLOB ``*needle*`` with ``*``, ``?`` and ``[`` bracketed is an exact substring test,
+    about twice as fast as ``instr`` over a whole table; a needle too long for a GLOB
+    pattern is tested with ``instr``.
+    """
+    pattern = "*" + needle.translate(_GLOB_LITERAL) + "*"
+    if len(pattern.encode()) <= _GLOB_BYTES:
+        return f"haystack GLOB {param}", pattern
+    return f"instr(haystack, {param}) > 0", needle
+
+
+def nul_haystack(conn: sqlite3.Connection) -> bool:
+    """True when a current record's haystack is NULL (its text holds a NUL, where SQL text would stop)."""
+    row = conn.execute(
+        "SELECT 1 FROM haystacks h INDEXED BY haystacks_nul CROSS JOIN records r ON r.seq = h.seq"
+        " WHERE h.haystack IS NULL AND r.retired_by = '' LIMIT 1"
+    ).fetchone()
+    return row is not None
+
+
+def current_count(conn: sqlite3.Connection) -> int:
+    """How many records no later record supersedes."""
+    return conn.execute("SELECT count(*) FROM records INDEXED BY records_rank WHERE retired_by = ''").fetchone()[0]
+
+
+def match_query(conn: sqlite3.Connection, terms: list[str], phrase: str, table: str, current: int) -> list[int]:
+    """Fill ``temp.<table>`` (its seq and mask columns) with the current records a query hits; the points of each bit.
+
+    One scan of ``haystacks`` tests every term: bit i of a record's mask is
+    ``terms[i]``, worth ``1000 * (N + 1 - df) // (N + 1)`` over the N = ``current``
+    current records (``score.text_points``); the bit after the terms is the
+    phrase, worth 1000, tested only in the records holding every term (no
+    other can hold it). A one-term phrase is the term itself: its 1000 joins
+    the term's bit. Records whose points come to 0 are left out, as scoring
+    leaves them out. The caller has checked that nothing holds a NUL
+    (``nul_haystack``) and that there are at most MAX_TERMS terms.
+    """
+    tests, params = [], []
+    for i, term in enumerate(terms):
+        test, param = _test(term, f"?{i + 1}")
+        tests.append(f"(({test}) << {i})")
+        params.append(param)
+    # LIMIT -1 keeps the mask computed once a row: a flattened subquery would test every term again in WHERE.
+    conn.execute(
+        f"INSERT INTO temp.{table} (seq, mask) SELECT seq, mask FROM"
+        f" (SELECT seq, {' | '.join(tests)} AS mask FROM haystacks LIMIT -1) WHERE mask",
+        params,
+    )
+    conn.execute(
+        f"DELETE FROM temp.{table} WHERE seq IN (SELECT seq FROM records INDEXED BY records_rank WHERE retired_by > '')"
+    )
+    counts = conn.execute(
+        f"SELECT {', '.join(f'sum((mask >> {i}) & 1)' for i in range(len(terms)))} FROM temp.{table}"
+    ).fetchone()
+    n = current
+    points = [1000 * (n + 1 - (df or 0)) // (n + 1) for df in counts]
+    if len(terms) == 1 and phrase == terms[0]:
+        points[0] += 1000
+    else:
+        every = (1 << len(terms)) - 1
+        test, param = _test(phrase, "?1")
+        conn.execute(
+            f"UPDATE temp.{table} SET mask = mask | {every + 1} WHERE mask = {every}"
+            f" AND (SELECT {test} FROM haystacks h WHERE h.seq = {table}.seq)",
+            (param,),
+        )
+        points.append(1000)
+    scoring = sum(1 << i for i, p in enumerate(points) if p)
+    if scoring != (1 << len(points)) - 1:
+        conn.execute(f"DELETE FROM temp.{table} WHERE mask & {scoring} = 0")
+    return points
+
+
+def mask_points(points: list[int], mask: int) -> int:
+    """A record's query points from its mask (``match_query``)."""
+    return sum(p for i, p in enumerate(points) if mask >> i & 1)
 
 
 def text_points(conn: sqlite3.Connection, query: str) -> dict[str, int] | None:
-    """A query's points per current record (``score.text_points``), matched in the haystack column in SQL.
+    """A query's points per current record, in file order (``score.text_points``), matched in SQL.
 
     A term's weight is ``1000 * (N + 1 - df) // (N + 1)`` over the N current records; a record
     holding the whole query as a phrase gains 1000 more. None when a current record's haystack
     or the query holds a NUL (SQL text would stop there): the caller then scores decoded records.
     """
-    folded = query.casefold()
-    terms = list(dict.fromkeys(folded.split()))
+    terms, phrase = query_needles(query)
     if not terms:
         return {}
-    phrase = " ".join(folded.split())
-    if (
-        "\x00" in phrase
-        or conn.execute("SELECT 1 FROM records WHERE retired_by = '' AND haystack IS NULL LIMIT 1").fetchone()
-    ):
+    if "\x00" in phrase or nul_haystack(conn):
         return None
-    n = conn.execute("SELECT count(*) FROM records INDEXED BY records_rank WHERE retired_by = ''").fetchone()[0]
-    points: dict[int, list] = {}  # seq -> [ID, points]: file order, as the records were scored
+    n = current_count(conn)
+    table = temp_name("docket_points")
+    try:
+        conn.execute(f"CREATE TEMP TABLE {table} (seq INTEGER PRIMARY KEY, mask INTEGER NOT NULL)")
+    except sqlite3.Error:  # no temporary tables here (a read-only connection): a term at a time
+        table = ""
+    if table and len(terms) <= MAX_TERMS:
+        try:
+            points = match_query(conn, terms, phrase, table, n)
+            rows = conn.execute(
+                f"SELECT r.id, t.mask FROM temp.{table} t JOIN records r ON r.seq = t.seq ORDER BY t.seq"
+            )
+            return {rid: mask_points(points, mask) for rid, mask in rows}
+        finally:
+            conn.execute(f"DROP TABLE temp.{table}")
+    if table:
+        conn.execute(f"DROP TABLE temp.{table}")
+    found: dict[int, list] = {}  # seq -> [ID, points]: file order, as the records were scored
     for needle, fixed in [*((term, None) for term in terms), (phrase, 1000)]:
         hit = conn.execute(_HOLDING, (needle,)).fetchall()
         weight = fixed if fixed is not None else 1000 * (n + 1 - len(hit)) // (n + 1)
         for seq, rid in hit:
-            entry = points.get(seq)
+            entry = found.get(seq)
             if entry is None:
-                points[seq] = [rid, weight]
+                found[seq] = [rid, weight]
             else:
                 entry[1] += weight
-    return {rid: p for _, (rid, p) in sorted(points.items()) if p > 0}
+    return {rid: p for _, (rid, p) in sorted(found.items()) if p > 0}
 
 
 def derived_for(conn: sqlite3.Connection, ids: list[str]) -> project.Derived:
