@@ -749,7 +749,9 @@ class TaskHits(AbstractSet[str]):
     position), read as far as selection and the ranking merge go; a record's
     row is otherwise looked up when asked for. The base ranking skips the
     hits in SQL (``IndexedOutline.base_order``), and coverage's prerequisite
-    closure starts from them in SQL (``targets``).
+    closure starts from them in SQL (``targets``). Its temporary tables are
+    written before it exists (``IndexedOutline.task_hits``): DDL on the
+    connection would abort the ranking's statements in progress.
     """
 
     def __init__(
