@@ -55,32 +55,25 @@ def test_sql_is_read_only_and_bad_sql_is_a_usage_error(repo: Repo) -> None:
     assert repo.ok("sql", "SELECT count(*) AS n FROM records", "--json").json() == [{"n": 4}]
 
 
+TABLES = (
+    "meta",
+    "checkpoints",
+    "records",
+    "haystacks",
+    "prerequisites",
+    "relations",
+    "scopes",
+    "blocked_by",
+    "resolved_by",
+)
+
+
 def test_sql_schema_names_every_table(repo: Repo) -> None:
     out = repo.ok("sql", "--schema").out
-    for table in (
-        "meta",
-        "checkpoints",
-        "records",
-        "haystacks",
-        "prerequisites",
-        "relations",
-        "scopes",
-        "blocked_by",
-        "resolved_by",
-    ):
+    for table in TABLES:
         assert f"CREATE TABLE {table} (" in out
     tables = repo.ok("sql", "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name", "--json").json()
-    assert {t["name"] for t in tables} == {
-        "meta",
-        "checkpoints",
-        "records",
-        "haystacks",
-        "prerequisites",
-        "relations",
-        "scopes",
-        "blocked_by",
-        "resolved_by",
-    }
+    assert {t["name"] for t in tables} == set(TABLES)
 
 
 def test_a_branch_switch_is_seen_even_with_the_same_length_and_mtime(repo: Repo) -> None:

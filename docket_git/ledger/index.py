@@ -150,6 +150,8 @@ CREATE INDEX prerequisites_source ON prerequisites (source, target);
 
 #: The tables alone: a build creates the secondary indexes once its rows are in (several times faster).
 TABLES = SCHEMA[: SCHEMA.index("CREATE INDEX")]
+#: Every table's name, in the schema's order.
+TABLE_NAMES = tuple(line.split()[2] for line in TABLES.splitlines() if line.startswith("CREATE TABLE "))
 INDEXES = [line for line in SCHEMA.splitlines() if line.startswith("CREATE INDEX")]
 _RECORD_COLUMNS = 22
 _INSERT_RECORD = f"INSERT INTO records VALUES ({', '.join('?' * _RECORD_COLUMNS)})"
@@ -634,17 +636,7 @@ def _afresh(prefix: tuple[int, int, int], data: bytes) -> bool:
 
 def _clear(conn: sqlite3.Connection) -> None:
     """Empty every table and drop the secondary indexes (``_fill`` creates them once, at the end)."""
-    for table in (
-        "meta",
-        "checkpoints",
-        "records",
-        "haystacks",
-        "prerequisites",
-        "relations",
-        "scopes",
-        "blocked_by",
-        "resolved_by",
-    ):
+    for table in TABLE_NAMES:
         conn.execute(f"DELETE FROM {table}")
     for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL").fetchall():
         conn.execute(f"DROP INDEX {name}")
