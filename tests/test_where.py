@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from docket_git.context import where
 from docket_git.errors import UsageError
-from docket_git.ledger import canonical, pretty, project
+from docket_git.ledger import canonical, pretty, project, validate
 
 from .conftest import DOCKET, Repo, rec
 from .test_context_properties import ledgers
@@ -194,3 +194,51 @@ def test_list_json_from_the_index_equals_a_fresh_projection(records: list[dict],
             views = project.project(records)
             wanted = views if superseded else project.current(views)
             assert out == (json.dumps(wanted, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def _decoded(values: list) -> tuple[list, bool]:
+    """values as ``docket list`` decodes them (json.loads with its float hook), and whether no float was seen."""
+    floats: list[str] = []
+
+    def note(text: str) -> float:
+        floats.append(text)
+        return float(text)
+
+    text = json.dumps(values, ensure_ascii=False)
+    return json.loads(text, parse_float=note, parse_constant=note), not floats
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(slices=st.lists(st.lists(JSON, max_size=4), max_size=4))
+def test_the_slice_writer_is_byte_identical_to_json_dumps(slices: list[list]) -> None:
+    decoded = [_decoded(items) for items in slices]
+    expected = json.dumps([v for items, _ in decoded for v in items], indent=2, ensure_ascii=False)
+    chunks: list[str] = []
+    pretty.write_slices(decoded, chunks.append)
+    assert "".join(chunks) == expected
+    assert len(chunks) == sum(1 for items, _ in decoded if items) + 1  # a write per slice, and the close
+
+
+def test_the_slice_writer_hands_exact_slices_to_orjson_and_only_those() -> None:
+    record = rec("d1", 'Ünïcode \u2028 "quoted" \x1f', scope=["a/", "b.py"], supports=[["c1", "c2"], ["c3"]])
+    text = pretty._orjson_items([record, record])
+    assert text == ",\n  ".join([pretty.encode(record, 1)] * 2)  # orjson wrote it, as encode does
+    assert pretty._orjson_items([{"n": 2**64}]) is None  # past orjson's integers
+    assert pretty._orjson_items(["\ud800"]) is None  # a lone surrogate
+    # Why floats stay with encode: orjson writes these differently from json.dumps.
+    assert pretty._orjson_items([1e16, float("nan")]) != ",\n  ".join(pretty.encode(v, 1) for v in (1e16, float("nan")))
+
+
+def test_list_json_keeps_floats_and_nan_of_a_legacy_record_as_json_dumps_writes_them(repo: Repo) -> None:
+    relation_map = {key: [] for key in validate.LEGACY_RELATION_KEYS} | {"overrides": {}}
+    raw = {"id": "d7", "weight": 1e16, "ratio": 0.1, "odd": float("nan"), "inf": float("-inf")}
+    plain = [rec(f"c{n}", f"premise {n}", state="accepted") for n in range(1, 2101)]  # a second slice past 2000
+    legacy = rec("d2101", "Migrated", legacy={"source_id": "d7", "raw": raw, "relation_map": relation_map})
+    lines = [*plain[:1500], legacy, *plain[1500:]]
+    for n, record in enumerate(lines, 1):
+        record["id"] = f"{record['kind'][0]}{n}"
+    repo.write_ledger(lines)
+    records = repo.records()
+    out = repo.ok("list", "--json").out
+    assert '"weight": 1e+16' in out and '"odd": NaN' in out
+    assert out == json.dumps(project.project(records), indent=2, ensure_ascii=False) + "\n"

@@ -11,7 +11,7 @@ declaration (registered in ``cli/read.py``), which calls the same ``run``.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from docket_git.cli.spec import Command, Opt
@@ -60,11 +60,12 @@ def views(
     state: str | None = None,
     find: str | None = None,
     where: str | None = None,
+    parse_float: Callable[[str], object] | None = None,
 ) -> Iterator[list[dict]]:
     """Projected records in file order (current ones unless superseded), filtered in SQL over the ledger index.
 
-    Only the listed records' lines are decoded, a slice at a time (``index.records_in_slices``);
-    their derived state comes from the index.
+    Only the listed records' lines are decoded, a slice at a time (``index.records_in_slices``,
+    which hands ``parse_float`` each float it decodes); their derived state comes from the index.
     """
     from docket_git.ledger import index, project
 
@@ -102,7 +103,7 @@ def views(
             spans = None
         derived = index.derived_for(ix.conn, ids)
         view = project.view
-        for records in index.records_in_slices(ix, ids, spans):
+        for records in index.records_in_slices(ix, ids, spans, parse_float=parse_float):
             yield [view(record, derived) for record in records]
 
 
@@ -130,11 +131,31 @@ def run(values: dict[str, Any]) -> None:
         if values["as_json"]:
             sys.stdout.write("[]\n")
         return
-    slices = views(path, kind, superseded=values["superseded"], state=state, find=values["find"], where=where)
-    if values["as_json"]:
+    floats: list[str] = []  # the floats, NaNs and Infinities the current slice's lines held
+
+    def note(text: str) -> float:
+        floats.append(text)
+        return float(text)
+
+    as_json = values["as_json"]
+    slices = views(
+        path,
+        kind,
+        superseded=values["superseded"],
+        state=state,
+        find=values["find"],
+        where=where,
+        parse_float=note if as_json else None,
+    )
+    if as_json:
         from docket_git.ledger import pretty
 
-        pretty.write_list((v for listed in slices for v in listed), sys.stdout.write)
+        def exact() -> Iterator[tuple[list[dict], bool]]:
+            for listed in slices:
+                yield listed, not floats
+                floats.clear()
+
+        pretty.write_slices(exact(), sys.stdout.write)
         sys.stdout.write("\n")
         return
     empty = True

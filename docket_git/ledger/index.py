@@ -48,7 +48,7 @@ import itertools
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from docket_git.digest import constructor as sha256_for
@@ -1484,7 +1484,7 @@ def derived_for(conn: sqlite3.Connection, ids: list[str]) -> project.Derived:
 FEW = 512
 
 
-def records_of(ix: Index, ids: list[str]) -> list[dict]:
+def records_of(ix: Index, ids: list[str], *, parse_float: Callable[[str], object] | None = None) -> list[dict]:
     """The full records with these IDs (decoded from their ledger lines in one go), in the order given.
 
     A few records are read line by line at the offsets the index holds, each
@@ -1502,26 +1502,40 @@ def records_of(ix: Index, ids: list[str]) -> list[dict]:
     if chunks is None:
         view = memoryview(ledger_bytes(ix))
         chunks = [view[o : o + n] for o, n, _ in _spans(ix, ids)]
-    return json.loads(b"[" + b",".join(chunks) + b"]")
+    return json.loads(b"[" + b",".join(chunks) + b"]", **_hooks(parse_float))
+
+
+def _hooks(parse_float: Callable[[str], object] | None) -> dict:
+    """``json.loads``' keywords that hand every float, NaN and Infinity to parse_float (none: the defaults)."""
+    return {} if parse_float is None else {"parse_float": parse_float, "parse_constant": parse_float}
 
 
 #: ``records_in_slices`` decodes this many lines at a time.
 SLICE = 2000
 
 
-def records_in_slices(ix: Index, ids: list[str], spans: list[tuple[int, int]] | None = None) -> Iterator[list[dict]]:
+def records_in_slices(
+    ix: Index,
+    ids: list[str],
+    spans: list[tuple[int, int]] | None = None,
+    *,
+    parse_float: Callable[[str], object] | None = None,
+) -> Iterator[list[dict]]:
     """``records_of`` a slice at a time: listing 100k records never holds all of them decoded at once.
 
     ``spans``: each record's (line offset, line length), when the caller's query read them already.
+    ``parse_float``: called with the text of each float and of each NaN or Infinity decoded
+    (``json.loads``' ``parse_float`` and ``parse_constant``); it returns the value.
     """
     if len(ids) <= FEW:
-        yield records_of(ix, ids)
+        yield records_of(ix, ids, parse_float=parse_float)
         return
     if spans is None:
         spans = [(o, n) for o, n, _ in _spans(ix, ids)]
     view = memoryview(ledger_bytes(ix))
+    hooks = _hooks(parse_float)
     for start in range(0, len(spans), SLICE):
-        yield json.loads(b"[" + b",".join([view[o : o + n] for o, n in spans[start : start + SLICE]]) + b"]")
+        yield json.loads(b"[" + b",".join([view[o : o + n] for o, n in spans[start : start + SLICE]]) + b"]", **hooks)
 
 
 def _spans(ix: Index, ids: list[str]) -> list[tuple[int, int, str]]:

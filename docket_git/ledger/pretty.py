@@ -8,6 +8,14 @@ value, escapes every string with the C encoder ``json.dumps`` itself uses
 (``encode_basestring``), and builds each record's text with ``str.join``.
 ``write_list`` streams a list one item at a time: the whole output is never
 held in memory.
+
+``write_slices`` writes a list that arrives in slices (``docket list --json``):
+a slice that holds no float, NaN or Infinity goes through orjson's indent-2
+writer in one call, whose bytes are json.dumps' for every other value
+``json.loads`` makes (``tests/test_where.py`` checks it by hypothesis); a
+slice with floats (orjson writes ``1e16`` and NaN differently), an integer
+past 64 bits or a lone surrogate (orjson refuses both) goes through
+``encode``.
 """
 
 from __future__ import annotations
@@ -15,6 +23,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from json.encoder import encode_basestring  # the C implementation when available
+
+try:
+    import orjson
+except ImportError:  # a platform without its wheel: the writer below alone
+    orjson = None  # type: ignore[assignment]
 
 _INDENTS = ["\n" + "  " * n for n in range(64)]
 #: Dict key -> its escaped text and ": " (records repeat the same twenty keys).
@@ -106,3 +119,32 @@ def write_list(items: Iterable[object], write: Callable[[str], object]) -> None:
         write(("[\n  " if first else ",\n  ") + encode(item, 1))
         first = False
     write("[]" if first else "\n]")
+
+
+def write_slices(slices: Iterable[tuple[list, bool]], write: Callable[[str], object]) -> None:
+    """``write_list`` over the items of each (items, exact) slice in turn, a write per slice.
+
+    ``exact``: the caller knows the slice holds no float, NaN or Infinity, so
+    orjson may write it (see the module's docstring).
+    """
+    first = True
+    for items, exact in slices:
+        if not items:
+            continue
+        text = _orjson_items(items) if exact else None
+        if text is None:
+            text = ",\n  ".join([encode(item, 1) for item in items])
+        write(("[\n  " if first else ",\n  ") + text)
+        first = False
+    write("[]" if first else "\n]")
+
+
+def _orjson_items(items: list) -> str | None:
+    """The items as ``write_list`` writes them between its brackets, by orjson; None when it cannot."""
+    if orjson is None:
+        return None
+    try:
+        text = orjson.dumps(items, option=orjson.OPT_INDENT_2).decode()
+    except TypeError:  # orjson.JSONEncodeError: an integer past 64 bits, a lone surrogate, deep nesting
+        return None
+    return text[4:-2]  # inside "[\n  " and "\n]"
