@@ -10,6 +10,9 @@ the cache, as a session hook meets it.
     python bench/run.py context --sizes 10000    # one case, one size
     python bench/run.py --list
 
+The table goes to standard output and the rows, with the machine they ran
+on, to ``bench/out/results.json`` (``--json PATH`` for another file).
+
 Add a benchmark by adding a ``Case`` to ``CASES``.
 """
 
@@ -336,6 +339,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
     parser.add_argument("--docket", help="the docket executable to time (default: the one beside this Python)")
+    parser.add_argument("--json", type=Path, default=OUT / "results.json", help="where to write the rows as JSON")
     args = parser.parse_args()
     global DOCKET
     DOCKET = args.docket
@@ -360,6 +364,15 @@ def main() -> None:
         machine += f", {DOCKET}"
     print(f"\n{machine}; median of {args.runs} runs\n")
     print(table(rows))
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    report = {
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": machine,
+        "runs": args.runs,
+        "docket": DOCKET or "beside this Python",
+        "rows": rows,
+    }
+    args.json.write_text(json.dumps(report, indent=2) + "\n")
 
 
 if __name__ == "__main__":
