@@ -68,8 +68,8 @@ def report(exc: BaseException) -> int:
         return exc.exit_code
     if isinstance(exc, BrokenPipeError):
         # The reader went away (``docket list | head``): not a failure, and nothing more can be said.
-        with contextlib.suppress(OSError):
-            sys.stderr.close()
+        # What is still buffered for it goes to the null device, so the flush at exit cannot fail again.
+        _to_null(sys.stdout, sys.stderr)
         return OK
     if isinstance(exc, KeyboardInterrupt):
         warn("interrupted")
@@ -85,6 +85,21 @@ def report(exc: BaseException) -> int:
         "rerun with DOCKET_DEBUG=1 for the traceback and report it"
     )
     return FAILED
+
+
+def _to_null(stdout: object, stderr: object) -> None:
+    """Point standard output at the null device, and standard error too when it is the same pipe (``2>&1``)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        out = stdout.fileno()  # type: ignore[attr-defined]
+        fds = [out]
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            err = stderr.fileno()  # type: ignore[attr-defined]
+            if err != out and os.path.sameopenfile(out, err):
+                fds.append(err)
+        null = os.open(os.devnull, os.O_WRONLY)
+        for fd in fds:
+            os.dup2(null, fd)
+        os.close(null)
 
 
 def guarded(run: Callable[[], object]) -> int:

@@ -309,6 +309,32 @@ def test_broken_pipe_is_quiet(repo: Repo) -> None:
     assert proc.stdout.startswith("# docket: ") and "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize(
+    "args", [["list", "--json"], ["list", "--oneline"], ["list"], ["list", "--json", "--where", "premise"]]
+)
+@pytest.mark.parametrize("merged", [False, True], ids=["stdout", "stderr-too"])
+def test_a_reader_that_stops_early_ends_the_command_quietly(repo: Repo, args: list[str], merged: bool) -> None:
+    """``docket list | head``: exit 0, nothing on stderr (no "lost sys.stderr"), even with ``2>&1``."""
+    repo.write_ledger([rec(f"c{n}", f"premise {n} " + "x" * 200) for n in range(1, 3001)])  # ~1 MB of output
+    repo.ok("list", "--oneline")  # build the index first
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "docket"), *args],
+        cwd=repo.path,
+        env=repo.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT if merged else subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    head = proc.stdout.read(100)
+    proc.stdout.close()  # the reader goes away with most of the output unread
+    err = b""
+    if proc.stderr is not None:
+        err = proc.stderr.read()
+        proc.stderr.close()
+    assert proc.wait(timeout=60) == 0
+    assert head and err == b""
+
+
 def test_ledger_below_the_work_tree_root(bare_repo: Repo) -> None:
     project_dir = bare_repo.path / "service"
     project_dir.mkdir()
