@@ -272,4 +272,52 @@ def test_the_effects_of_answers_read_from_the_index_are_the_projections(
             with path.open("ab") as handle:
                 handle.write(canonical.line(rec("c999", "later")))
             assert index.effects(path, tail, dry_run=False) is None
-    assert index.effects(path, [{**tail[0], "supersedes": ["c1"]}], dry_run=True) is None
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(records=ledgers(), keep=st.integers(0, 69), written=st.booleans())
+def test_the_effects_of_supersessions_read_from_the_index_are_the_projections(
+    records: list[dict], keep: int, written: bool
+) -> None:
+    """What ``docket decision --supersedes`` reports (blocked decisions, reopened questions, idle answers)
+    equals ``project.consequences`` of the whole ledger, whether the tail is written or a dry run."""
+    if len(records) < 2:
+        return
+    keep = max(1, min(keep, len(records) - 1))
+    tail = records[keep:]
+    with cache_home() as tmp:
+        path = tmp / "repo" / ".docket" / "ledger.jsonl"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(encode(records if written else records[:keep]))
+        assert index.effects(path, tail, dry_run=not written) == project.consequences(records, len(tail))
+
+
+def test_a_supersession_deep_in_a_chain_reports_what_it_blocks_and_reopens() -> None:
+    """A chain d2 <- d4 <- d5, d8 and d10 (depends_on; d10 retired), answers on the way, a supersession of its root."""
+    records = [
+        rec("c1", "premise", state="accepted"),
+        rec("d2", "root", choice="x", depends_on=["c1"]),
+        rec("q3", "open?"),
+        rec("d4", "middle", choice="x", depends_on=["d2"], answers=["q3"]),
+        rec("d5", "leaf", choice="x", depends_on=["d4"]),
+        rec("q6", "also?"),
+        rec("c7", "holds", state="accepted", answers=["q6"]),
+        rec("d8", "leaf too", choice="x", depends_on=["d4"], answers=["q6"]),
+        rec("c9", "unrelated", state="accepted"),
+        rec("d10", "leaf, replaced", choice="x", depends_on=["d4"]),
+        rec("d11", "leaf, replacement", choice="z", supersedes=["d10"]),
+    ]
+    tail = [rec("d12", "root, revoked", choice="y", state="revoked", supersedes=["d2"], answers=["q6"])]
+    with cache_home() as tmp:
+        path = tmp / "repo" / ".docket" / "ledger.jsonl"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(encode(records))
+        found = index.effects(path, tail, dry_run=True)
+    assert found == project.consequences(records + tail, 1)
+    assert found == [
+        "d4 is now blocked: it depends on d2, which d12 supersedes",
+        "d5 is now blocked: it depends on d4, which is no longer current support",
+        "d8 is now blocked: it depends on d4, which is no longer current support",
+        "q3 is open again: its answer d4 is blocked by d2",
+        "d12 answers q6 but resolves nothing: it is revoked; only an applicable decision resolves a question",
+    ]

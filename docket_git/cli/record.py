@@ -196,7 +196,7 @@ def explain_effects(path: Path, records: list[dict], *, dry_run: bool) -> None:
     if not any(r.get("supersedes") or r.get("answers") for r in records):
         return
     found = index.effects(path, records, dry_run=dry_run)
-    if found is not None:  # nothing superseded: the index knows what the answers resolve
+    if found is not None:  # the index settles what the records reach (the ledger has not grown past them)
         for line in found:
             warn(line)
         return

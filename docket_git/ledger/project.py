@@ -160,10 +160,10 @@ def consequences(records: list[dict], added: int) -> list[str]:
         if rid in after.retired_by:
             continue
         if record["kind"] == "decision" and not before.blocked[rid] and after.blocked[rid]:
-            lines.append(f"{rid} is now blocked: {_blocked_because(after.blocked[rid], after)}")
+            lines.append(f"{rid} is now blocked: {blocked_because(after.blocked[rid], after)}")
         elif record["kind"] == "question" and before.resolved_by.get(rid) and not after.resolved_by.get(rid):
             gone = before.resolved_by[rid]
-            reopened.append(f"{rid} is open again: {_no_longer_holds(gone, after)}")
+            reopened.append(f"{rid} is open again: {no_longer_holds(gone, after)}")
     lines.extend(reopened)
     lines.extend(idle_answers(new, after))
     return lines
@@ -192,14 +192,16 @@ def idle_answers(new: list[dict], after: Derived) -> list[str]:
     return lines
 
 
-def _blocked_because(blocked_by: list[str], derived: Derived) -> str:
+def blocked_because(blocked_by: list[str], derived: Derived) -> str:
+    """Why a decision is blocked, by its first reason: "it depends on d4, which d9 supersedes"."""
     first = blocked_by[0]
     if first in derived.retired_by:
         return f"it depends on {first}, which {derived.retired_by[first]} supersedes"
     return f"it depends on {first}, which is no longer current support"
 
 
-def _no_longer_holds(resolvers: list[str], derived: Derived) -> str:
+def no_longer_holds(resolvers: list[str], derived: Derived) -> str:
+    """Why a question's answers (resolvers it had) resolve it no longer: superseded or blocked, each."""
     parts = []
     for rid in resolvers:
         if rid in derived.retired_by:
