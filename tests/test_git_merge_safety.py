@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -195,7 +197,11 @@ def test_a_moved_virtualenv_is_reported_and_init_rewires(based: Repo):
     assert "does not start docket from a bare environment" in doctor.out
     assert "run 'docket init' again with the docket you use now" in doctor.out
     r.ok("init")
-    assert r.git("config", "--get", "merge.docket.driver").strip() == wiring.driver_command()
+    configured = r.git("config", "--get", "merge.docket.driver").strip()
+    # The console script's interpreter (its shebang may name bin/python3 where pytest runs bin/python).
+    interpreter = shlex.split(configured)[0]
+    assert Path(interpreter).resolve() == Path(sys.executable).resolve()
+    assert configured == wiring.driver_command(f"{shlex.quote(interpreter)} -I -m docket_git")
     assert r.ok("doctor").code == 0
 
 
