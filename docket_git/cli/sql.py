@@ -8,7 +8,6 @@ should not pay for Typer). The index is proven current first
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import sys
 from pathlib import Path
@@ -85,8 +84,11 @@ def run(values: dict[str, Any]) -> None:
                 if reader is not ix.conn:
                     reader.close()
     if as_json:
+        from docket_git.ledger import pretty
+
         objects = [{c: _json_value(v) for c, v in zip(columns, row, strict=True)} for row in rows]
-        sys.stdout.write(json.dumps(objects, indent=2, ensure_ascii=False) + "\n")
+        pretty.write_list(objects, sys.stdout.write)  # json.dumps(objects, indent=2, ensure_ascii=False), faster
+        sys.stdout.write("\n")
     elif columns:
         sys.stdout.write(table(columns, rows))
     sys.stdout.flush()

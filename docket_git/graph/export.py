@@ -15,6 +15,7 @@ import json
 from collections.abc import Sequence
 
 from docket_git.graph.projection import Edge, blocked_edges, edges
+from docket_git.ledger import pretty
 
 FORMATS = ("json", "jsonl", "csv", "mermaid", "dot")
 
@@ -85,7 +86,7 @@ def _context(entries: Sequence[dict], all_entries: Sequence[dict] | None) -> lis
 
 def to_json(entries: Sequence[dict]) -> str:
     """The version-2 payload of the entries, indented."""
-    return json.dumps({"version": 2, "entries": list(entries)}, indent=2, ensure_ascii=False) + "\n"
+    return pretty.encode({"version": 2, "entries": list(entries)}) + "\n"  # json.dumps' indent-2 text, faster
 
 
 def to_jsonl(entries: Sequence[dict]) -> str:
