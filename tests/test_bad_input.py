@@ -43,6 +43,12 @@ CASES = [
         "line 1: c1: state is missing; a claim records one of: unassessed, accepted, disputed, rejected",
     ),
     (
+        "lone_surrogate",
+        [rec("c1"), rec("c2", "half \ud800 a pair")],
+        "line 2: c2: text holds U+D800, half of a UTF-16 surrogate pair, which is not text and cannot be stored",
+    ),
+    ("lone_surrogate_scope", [rec("c1", scope=["src/\udcff.py"])], "line 1: c1: scope holds U+DCFF"),
+    (
         "conflict_markers",
         [rec("c1"), "<<<<<<< HEAD", rec("c2"), "=======", rec("c3"), ">>>>>>> topic"],
         "line 2: git conflict marker",
@@ -165,3 +171,18 @@ def test_every_reading_command_says_the_same_where_there_is_no_ledger(bare_repo:
     outside.mkdir()
     result = bare_repo.docket("list", cwd=outside)
     assert result.code == 0 and "not in a git repository; run 'git init', then 'docket init'" in result.err
+
+
+def test_an_argument_that_is_not_utf8_is_refused_before_anything_is_written(repo: Repo) -> None:
+    import subprocess
+
+    from .conftest import DOCKET
+
+    before = repo.write_ledger([rec("c1")])
+    proc = subprocess.run(
+        [DOCKET, "claim", b"bad \xff byte", "--scope", "a"], cwd=repo.path, env=repo.env, capture_output=True
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.decode().startswith("docket: c2: text holds U+DCFF, half of a UTF-16 surrogate pair")
+    assert repo.ledger.read_bytes() == before
+    assert "internal error" not in proc.stderr.decode()

@@ -173,7 +173,39 @@ def check_line(record: object) -> str:
         raise Invalid(rid, "only decisions may have depends_on")
     if "legacy" in record:
         _check_legacy(rid, record)
+    found = _surrogate(record, "")
+    if found is not None:
+        name, char = found
+        raise Invalid(
+            rid,
+            f"{name or 'a field name'} holds U+{ord(char):04X}, half of a UTF-16 surrogate pair, which is not text "
+            "and cannot be stored: write the character itself (a lone \\u escape in the line, or an argument "
+            "that was not UTF-8)",
+        )
     return rid
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _surrogate(value: object, name: str) -> tuple[str, str] | None:
+    """(field, character) of the first lone surrogate in a string of value (keys included), or None."""
+    if type(value) is str:
+        if value.isascii():
+            return None
+        found = _SURROGATE.search(value)
+        return None if found is None else (name, found.group())
+    if type(value) is list:
+        for item in value:
+            hit = _surrogate(item, name)
+            if hit is not None:
+                return hit
+    elif type(value) is dict:
+        for key, item in value.items():
+            hit = _surrogate(key, name) or _surrogate(item, f"{name}.{key}" if name else key)
+            if hit is not None:
+                return hit
+    return None
 
 
 class Index:
@@ -568,8 +600,8 @@ def quick_accept(record: object, text: str, index: Index, number: int) -> bool:
     ``{`` (so ``parse_line`` cannot refuse it for its bytes); ``number`` is its
     line. False means "not proven" (never "invalid"): the exact path decides.
     """
-    if type(record) is not dict:
-        return False
+    if type(record) is not dict or "\\ud" in text or "\\uD" in text:
+        return False  # not an object, or an escape of a UTF-16 surrogate (check_line refuses a lone one)
     get = record.get
     schema = get("schema")
     if type(schema) is not int or schema != model.SCHEMA:
