@@ -46,6 +46,7 @@ import contextlib
 import heapq
 import itertools
 import json
+import operator
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator
@@ -669,24 +670,66 @@ def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple) -> N
     held: list[list] = []  # the previous slice's rows: citations from the next slice are counted first
     written: list[tuple[int, str]] = []  # (degree, retired_by) each row went in with
     retired_so_far: dict[str, str] = {}
-    for records, ends in store.validated(snap):
+    for records, ends in store.validated(snap, canonical=True):
         rows: list[list] = []
         rels, scopes, hays = [], [], []
         for record, end in zip(records, ends, strict=True):
-            rid, kind, state = record["id"], record["kind"], record["state"]
             stop = end - 1 if data[end - 1] == 10 else end
             start = data.rfind(b"\n", 0, stop) + 1
-            get = record.get
-            supports, depends_on, answers, supersedes = (
-                get("supports"),
-                get("depends_on"),
-                get("answers"),
-                get("supersedes"),
-            )
-            applicable = (1 if state == "adopted" else 0) if kind == "decision" else None
             digest = sha256(view[start:stop]).hexdigest()
-            rows.append(_record_row(seq, record, state, "", applicable, start, stop - start, digest))
-            hays.append((seq, _haystack(record)))
+            if type(record) is tuple:  # a line as docket writes it: its fields, as canonical_fields captured them
+                kind, fields, supports, depends_on, answers, supersedes = record
+                rid, text, choice, alternatives, state, rationale, scope = _CANONICAL_PARTS(fields)
+                applicable = (1 if state == "adopted" else 0) if kind == "decision" else None
+                scope = scope[1:-1].split('","') if scope else ()
+                rows.append(
+                    [
+                        seq,
+                        rid,
+                        kind,
+                        state,
+                        state,
+                        "",
+                        applicable,
+                        1 if fields[19] == "true" else 0,
+                        text,
+                        choice,
+                        rationale,
+                        *_CANONICAL_PROVENANCE(fields),
+                        start,
+                        stop - start,
+                        digest,
+                        "[" + fields[15].replace(",", ", ") + "]",  # _ids: IDs hold no comma
+                        "[" + fields[13].replace(",", ", ") + "]",
+                        "[" + fields[14].replace(",", ", ") + "]",
+                        0,
+                    ]
+                )
+                # model.searchable, casefolded: the pattern admits no control character, so no NUL
+                if alternatives:
+                    hays.append(
+                        (
+                            seq,
+                            " ".join(
+                                (rid, text, rationale, choice, *alternatives[1:-1].split('","'), *scope)
+                            ).casefold(),
+                        )
+                    )
+                else:
+                    hays.append((seq, " ".join((rid, text, rationale, choice, *scope)).casefold()))
+            else:
+                rid, kind, state = record["id"], record["kind"], record["state"]
+                get = record.get
+                supports, depends_on, answers, supersedes = (
+                    get("supports"),
+                    get("depends_on"),
+                    get("answers"),
+                    get("supersedes"),
+                )
+                scope = get("scope")
+                applicable = (1 if state == "adopted" else 0) if kind == "decision" else None
+                rows.append(_record_row(seq, record, state, "", applicable, start, stop - start, digest))
+                hays.append((seq, _haystack(record)))
             entry = {"id": rid, "kind": kind, "state": state}
             if supports:
                 for n, group in enumerate(supports):
@@ -704,7 +747,6 @@ def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple) -> N
                 for target in supersedes:
                     rels.append((rid, "supersedes", target, None))
                     retired_so_far[target] = rid
-            scope = get("scope")
             if scope:
                 for value in dict.fromkeys(scope):
                     kind_of = kinds.get(value)
@@ -747,6 +789,11 @@ def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple) -> N
     _write_meta(conn, ledger, stat, data, length, data.count(b"\n", 0, length))
     conn.execute("INSERT OR REPLACE INTO meta VALUES ('indexed_from', 0)")
 
+
+#: From ``validate.canonical_fields``' fields: id, text, choice, alternatives, state, rationale, scope; and
+#: author, ts, session, branch (the ``records`` columns' order).
+_CANONICAL_PARTS = operator.itemgetter(0, 1, 2, 3, 5, 11, 10)
+_CANONICAL_PROVENANCE = operator.itemgetter(7, 6, 8, 9)
 
 #: Scope -> its kind, as ``scope_kind`` says (a ledger repeats few distinct scopes many times).
 _SCOPE_KINDS: dict[str, str] = {}
