@@ -310,10 +310,12 @@ def test_the_fast_path_accepts_exactly_what_the_exact_path_accepts(data: bytes, 
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=mutated())
-def test_a_cold_build_refuses_and_accepts_as_the_exact_path_does(data: bytes) -> None:
+@given(data=mutated(), halves=st.sampled_from([0, 1 << 40]))
+def test_a_cold_build_refuses_and_accepts_as_the_exact_path_does(data: bytes, halves: int) -> None:
+    """Also when a forked child builds the second half (``index.HALVES`` 0: every build is halved)."""
     expected = reference(data)
-    with cache_home() as tmp:
+    with cache_home() as tmp, pytest.MonkeyPatch.context() as m:
+        m.setattr(index, "HALVES", halves)
         path = tmp / "repo" / ".docket" / "ledger.jsonl"
         path.parent.mkdir(parents=True)
         path.write_bytes(data)
