@@ -697,10 +697,16 @@ def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple, *, h
     for resolvers in derived.resolved_by.values():
         for rid in resolvers:
             degree[rid] = degree.get(rid, 0) + 1
-    conn.executemany(
-        "UPDATE records SET state = ?, retired_by = ?, applicable = ?, degree = ? WHERE seq = ?",
-        _settled(structure, derived, degree, written),
-    )
+    settled = _settled(structure, derived, degree, written)
+    if build.half_taken:
+        lo, hi = build.half_first, build.half_first + build.half_taken
+        updates, half = [], []
+        for row in settled:
+            (half if lo <= row[4] < hi else updates).append(row)
+        build.settle_half(half)
+        del half
+        settled = iter(updates)
+    conn.executemany("UPDATE records SET state = ?, retired_by = ?, applicable = ?, degree = ? WHERE seq = ?", settled)
     conn.executemany(
         "INSERT INTO blocked_by VALUES (?, ?, ?)",
         ((rid, b, n) for rid, why in derived.blocked.items() for n, b in enumerate(why)),
@@ -720,6 +726,8 @@ def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple, *, h
     conn.execute("INSERT OR REPLACE INTO meta VALUES ('indexed_from', 0)")
 
 
+#: What ``written`` holds for a row not yet written: settling never finds it equal (so it says every column).
+_UNWRITTEN = (-1, "")
 #: A new index file of a ledger this large is built by two processes (``_fill``'s ``halves``).
 HALVES = 2 << 20
 #: The columns of ``records`` after seq.
@@ -742,6 +750,7 @@ class _Build:
         "data",
         "degree",
         "half_first",
+        "half_taken",
         "held",
         "reaped",
         "record_ends",
@@ -766,6 +775,7 @@ class _Build:
         self.written: list[tuple[int, str]] = []  # (degree, retired_by) each row went in with
         self.seq = 0
         self.half_first = 0
+        self.half_taken = 0  # records the half's child built that were taken (their rows wait in its database)
         self.reaped = False  # the half's child has been waited for
 
     def take(self, records: list, ends: list[int]) -> None:
@@ -779,6 +789,25 @@ class _Build:
         conn.executemany(_INSERT_RELATION, rels)
         conn.executemany(_INSERT_SCOPE, scopes)
         conn.executemany(_INSERT_HAYSTACK, hays)
+
+    def settle_half(self, settled: list[tuple]) -> None:
+        """Copy the half's records rows in with their settled columns: (state, retired_by, applicable, degree, seq) each."""
+        conn, first, taken = self.conn, self.half_first, self.half_taken
+        conn.execute(
+            "CREATE TEMP TABLE settled (state TEXT, retired_by TEXT, applicable INTEGER, degree INTEGER,"
+            " seq INTEGER PRIMARY KEY)"
+        )
+        conn.executemany("INSERT INTO temp.settled VALUES (?, ?, ?, ?, ?)", settled)
+        conn.execute(
+            "INSERT INTO records SELECT h.seq + ?, h.c1, h.c2, h.c3, s.state, s.retired_by, s.applicable, h.c7, h.c8,"
+            " h.c9, h.c10, h.c11, h.c12, h.c13, h.c14, h.c15, h.c16, h.c17, h.c18, h.c19, h.c20, s.degree"
+            " FROM half.records h CROSS JOIN temp.settled s ON s.seq = h.seq + ? WHERE h.seq < ? ORDER BY h.seq",
+            (first, first, taken),
+        )
+        conn.execute("DROP TABLE temp.settled")
+        conn.execute("COMMIT")
+        conn.execute("DETACH DATABASE half")
+        conn.execute("BEGIN")
 
     def _account(self, entries: list[tuple], ends: list[int]) -> None:
         """Note entries' structure, their citations' degrees and their supersessions."""
@@ -842,33 +871,24 @@ class _Build:
         if not taken:
             return mid
         del entries[taken:], ends[taken:]
-        # The held rows go in after the half's citations of them are counted; the half's own rows go in as the
-        # child wrote them (no degree, not retired), noted so, for the settling UPDATE to correct.
+        # The held rows go in once the half's citations of them are counted. The half's records rows go in
+        # at the end, with their settled columns (``settle_half``); the rest now, so they keep file order.
         self._account(entries, ends)
         self.flush()
         conn, first = self.conn, self.half_first
         conn.execute("COMMIT")  # ATTACH cannot run in a transaction (the file has no journal: nothing is lost)
         conn.execute("ATTACH DATABASE ? AS half", (str(path),))
-        try:
-            conn.execute("BEGIN")
-            conn.execute(
-                f"INSERT INTO records SELECT seq + ?, {_RECORD_TAIL} FROM half.records WHERE seq < ?", (first, taken)
-            )
-            conn.execute(
-                "INSERT INTO haystacks SELECT seq + ?, haystack FROM half.haystacks WHERE seq < ?", (first, taken)
-            )
-            conn.execute(
-                "INSERT INTO relations SELECT source, type, target, set_no FROM half.relations WHERE seq < ? ORDER BY rowid",
-                (taken,),
-            )
-            conn.execute(
-                "INSERT INTO scopes SELECT record, scope, kind FROM half.scopes WHERE seq < ? ORDER BY rowid", (taken,)
-            )
-            conn.execute("COMMIT")
-        finally:
-            conn.execute("DETACH DATABASE half")
         conn.execute("BEGIN")
-        self.written.extend(itertools.repeat((0, ""), taken))
+        conn.execute("INSERT INTO haystacks SELECT seq + ?, haystack FROM half.haystacks WHERE seq < ?", (first, taken))
+        conn.execute(
+            "INSERT INTO relations SELECT source, type, target, set_no FROM half.relations WHERE seq < ? ORDER BY rowid",
+            (taken,),
+        )
+        conn.execute(
+            "INSERT INTO scopes SELECT record, scope, kind FROM half.scopes WHERE seq < ? ORDER BY rowid", (taken,)
+        )
+        self.half_taken = taken
+        self.written.extend(itertools.repeat(_UNWRITTEN, taken))
         return ends[-1]
 
 
