@@ -668,16 +668,12 @@ def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple, *, h
     snap = store.Snapshot(path=ledger, data=data)
     build = _Build(conn, data)
     child = _fork_half(conn, data) if halves else None
-    resume, line_no = 0, 0
-    if child is not None:
-        pid, mid, path = child
-        try:
-            for records, ends in store.validated(snap, canonical=True, stop=mid):
-                build.take(records, ends)
-            line_no = data.count(b"\n", 0, mid)
-            resume = build.join_half(pid, path, mid, line_no, snap.index)
-            line_no += build.seq - build.half_first
-        finally:
+    try:
+        _fill_rows(build, snap, child)
+        _fill_settled(build, snap, ledger, stat)
+    finally:
+        if child is not None:
+            pid, _, path = child
             if not build.reaped:  # this process is leaving early (an invalid line): so does the child
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
@@ -685,6 +681,19 @@ def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple, *, h
                     os.waitpid(pid, 0)
             db.discard(path)
             _discard_file(path.with_name(path.name + "-structure"))
+
+
+def _fill_rows(build: _Build, snap: store.Snapshot, child: tuple[int, int, Path] | None) -> None:
+    """Validate every line and insert its rows (a half's records rows wait in the child's database)."""
+    data = snap.data
+    resume, line_no = 0, 0
+    if child is not None:
+        pid, mid, path = child
+        for records, ends in store.validated(snap, canonical=True, stop=mid):
+            build.take(records, ends)
+        line_no = data.count(b"\n", 0, mid)
+        resume = build.join_half(pid, path, mid, line_no, snap.index)
+        line_no += build.seq - build.half_first
     if resume < len(data) or child is None:
         known = snap.index if child is not None else None
         for records, ends in store.validated(snap, start=resume, line_no=line_no, known=known, canonical=True):
@@ -692,6 +701,11 @@ def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple, *, h
     else:
         snap.valid_length = len(data)
     build.flush()
+
+
+def _fill_settled(build: _Build, snap: store.Snapshot, ledger: Path, stat: tuple) -> None:
+    """Settle every row (``project.derive``), then the checkpoints, the secondary indexes and the meta rows."""
+    conn, data = build.conn, snap.data
     structure, degree, written = build.structure, build.degree, build.written
     derived = project.derive(structure)
     for resolvers in derived.resolved_by.values():
