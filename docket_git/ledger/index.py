@@ -18,10 +18,12 @@ digest of their last block, and digest checkpoints along the file.
 * a missing, corrupt, locked-out or foreign-version database, or one that
   would have to validate more than ``UPDATE_LIMIT`` new bytes, is built
   afresh silently: in a temporary file without a journal, one validated
-  slice at a time (``store.validated``: clean lines proven clean in bulk,
-  any doubt left to the exact per-line path), then renamed into place; a
-  cache directory that cannot be written degrades to an in-memory index
-  with one notice.
+  slice at a time (``store.validated``: a line as docket writes it proven
+  by one regular expression, other clean lines by the C scanner and
+  ``quick_accept``, any doubt left to the exact per-line path), a large
+  ledger's second part by a forked child (``_half``), then renamed into
+  place; a cache directory that cannot be written degrades to an in-memory
+  index with one notice.
 
 So the index is also the ledger's validated prefix: ``append`` validates new
 records against it (``known``), reading and writing only the file's tail when
@@ -648,9 +650,11 @@ def _clear(conn: sqlite3.Connection) -> None:
 def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple, *, halves: bool = False) -> None:
     """Index every line of ``data`` into empty tables without secondary indexes, validating as it goes.
 
-    Lines are validated and inserted a slice at a time (``store.validated``),
-    so memory holds one slice of decoded records plus a small structural
-    entry per record, never every record and every row at once. A record's
+    Lines are validated and inserted a slice at a time (``store.validated``;
+    a line as docket writes it is never decoded to a dict: its rows are built
+    from ``validate.canonical_fields``), so memory holds one slice of records
+    plus a small structural entry per record, never every record and every
+    row at once. A record's
     derived columns (state, retired_by, applicable, degree) depend on later
     records: a slice's rows wait until the next slice is validated (most
     citations are of recent records) and go in with the degree and
@@ -662,8 +666,12 @@ def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple, *, h
 
     ``halves``: conn is a new file's own connection, in a transaction of
     its own (``_build_file``); a ledger of ``HALVES`` bytes or more then has
-    its second half's rows built by a forked child while this process does
-    the first (``_half``).
+    the rows of its lines from ``_HALF_AT`` on built by a forked child while
+    this process does the lines before (``_half``, ``_Build.join_half``).
+    The child proves only per-line rules; this process links its records in
+    order and takes its rows up to the first that does not link, and the
+    exact path does the rest: the tables, and any refusal, are the ones a
+    build in one process gives.
     """
     snap = store.Snapshot(path=ledger, data=data)
     build = _Build(conn, data)
