@@ -675,8 +675,9 @@ def _line_pattern(kind: str) -> re.Pattern[str]:
     )
 
 
-#: The first letter of the kind (``text[20]``, after ``{"schema":2,"kind":"``) -> its line's pattern.
-_LINES = {model.PREFIX[kind]: _line_pattern(kind) for kind in model.KINDS}
+#: The first letter of the kind (``text[20]``, after ``{"schema":2,"kind":"``) -> its line's pattern;
+#: compiled on first use (~18 ms: no start-up path that never builds an index pays for it).
+_LINES: dict[str, re.Pattern[str]] = {}
 _KIND_AT = len('{"schema":2,"kind":"')
 
 #: The groups ``canonical_fields`` captures, in order (lists as their text between the brackets).
@@ -720,7 +721,10 @@ def canonical_fields(text: str) -> tuple | None:
     """
     pattern = _LINES.get(text[_KIND_AT : _KIND_AT + 1])
     if pattern is None:
-        return None
+        if _LINES:
+            return None
+        _LINES.update((model.PREFIX[kind], _line_pattern(kind)) for kind in model.KINDS)
+        return canonical_fields(text)
     match = pattern.fullmatch(text)
     if match is None:
         return None
