@@ -11,6 +11,7 @@ outcome is compared with a reference that runs the exact path on every line.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from docket_git.errors import LedgerError
-from docket_git.ledger import index, model, store, validate
+from docket_git.ledger import canonical, index, model, store, validate
 
 from .conftest import rec
 from .test_context_properties import ledgers
@@ -64,14 +65,32 @@ def _fields(known: validate.Index) -> tuple:
     return (known.max_seq, dict(known.lines), set(known.retired), known.count, dict(known.retired_at))
 
 
-def fast(data: bytes, size: int | None) -> tuple:
-    """The same through ``store.validated`` (slices of ``size`` bytes)."""
+def canonical_record(fields: tuple) -> dict:
+    """The record a line's ``validate.canonical_fields`` stand for, decoded as ``json.loads`` would."""
+    kind, groups = fields[0], fields[1]
+    values = dict(zip(validate.CANONICAL_GROUPS, groups, strict=True))
+    record: dict = {"schema": 2, "kind": kind}
+    for name in model.FIELD_ORDER:
+        if name in values and (kind == "decision" or name not in ("choice", "alternatives", "decided_by")):
+            record[name] = values[name]
+    for name in ("alternatives", "scope"):
+        if name in record:
+            record[name] = record[name][1:-1].split('","') if record[name] else []
+    record["supports"], record["depends_on"], record["answers"], record["supersedes"] = fields[2:6]
+    record["evidence"] = json.loads(record["evidence"])
+    record["pinned"] = {"true": True, "false": False}[record["pinned"]]
+    return record
+
+
+def fast(data: bytes, size: int | None, canonical: bool = False) -> tuple:
+    """The same through ``store.validated`` (slices of ``size`` bytes; ``canonical``: the regular expression first)."""
     snap = store.Snapshot(path=Path("ledger.jsonl"), data=data)
     records: list[dict] = []
     ends: list[int] = []
     try:
-        for found, found_ends in store.validated(snap, size=size):
-            records.extend(found)
+        for found, found_ends in store.validated(snap, size=size, canonical=canonical):
+            # A canonical line's fields, decoded, must be the very dict json.loads gives (repr compares key order too).
+            records.extend(canonical_record(item) if type(item) is tuple else item for item in found)
             ends.extend(found_ends)
     except LedgerError as exc:
         return ("refused", str(exc))
@@ -149,7 +168,33 @@ MUTATIONS = (
     "deep",
     "no-final-newline",
     "non-ascii",
+    "respace",
+    "number",
 )
+#: Escapes a line may hold in its text (the canonical path takes no line with a backslash): lone
+#: surrogates, which check_line refuses, and a surrogate pair, which is a character.
+ESCAPES = st.sampled_from(
+    [b'\\":', b"\\n", b'\\"', b"\\\\", b"\\/", b"\\u00e9", b"\\t", b"\\ud800", b"\\uDC00", b"\\ud83d\\ude00"]
+)
+#: Other spellings of a line's numbers and booleans.
+NUMBERS = [
+    (b'"schema":2', b'"schema":2.0'),
+    (b'"schema":2', b'"schema":2e0'),
+    (b'"schema":2', b'"schema":-2'),
+    (b'"schema":2', b'"schema":02'),
+    (b'"pinned":false', b'"pinned":0'),
+    (b'"pinned":false', b'"pinned":null'),
+    (b'"pinned":false', b'"pinned":"false"'),
+    (b'"evidence":[]', b'"evidence":[{"commit":"x","ref":"y"}]'),
+    (b'"evidence":[]', b'"evidence":[{"ref":"y","checked_at":"t","commit":"c"}]'),
+    (b'"evidence":[]', b'"evidence":[{"ref":""}]'),
+    (b'"evidence":[]', b'"evidence":{}'),
+]
+
+
+def into_text(line: bytes, insert: bytes) -> bytes:
+    """The line with insert at the start of its text's value (written compactly or not)."""
+    return re.sub(rb'"text": ?"', lambda m: m.group(0) + insert, line, count=1)
 
 
 #: Mutations that edit the decoded record (the others edit bytes).
@@ -160,7 +205,18 @@ STRUCTURAL = frozenset({"set", "delete", "reorder", "supersede", "cite", "deep",
 def mutated(draw: st.DrawFn) -> bytes:
     """A valid ledger's lines with a few of them mutated."""
     records = draw(ledgers())
-    lines = [json.dumps(r, ensure_ascii=draw(st.booleans())).encode() for r in records]
+    if draw(st.booleans()):  # as docket writes them: compact, fields in write order (the canonical path's lines)
+
+        def dumps(record: object) -> str:
+            return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+
+        lines = [canonical.line(r)[:-1] for r in records]
+    else:
+
+        def dumps(record: object) -> str:
+            return json.dumps(record)
+
+        lines = [json.dumps(r, ensure_ascii=draw(st.booleans())).encode() for r in records]
     final_newline = True
     for _ in range(draw(st.integers(0, 3))):
         i = draw(st.integers(0, len(lines) - 1))
@@ -175,23 +231,23 @@ def mutated(draw: st.DrawFn) -> bytes:
             record = {}
         if how == "set":
             record[draw(FIELDS)] = draw(VALUES)
-            lines[i] = json.dumps(record).encode()
+            lines[i] = dumps(record).encode()
         elif how == "delete":
             record.pop(draw(FIELDS), None)
-            lines[i] = json.dumps(record).encode()
+            lines[i] = dumps(record).encode()
         elif how == "duplicate-key":
             name = draw(FIELDS)
-            lines[i] = b"{" + json.dumps({name: draw(VALUES)})[1:-1].encode() + b", " + lines[i][1:]
+            lines[i] = b"{" + dumps({name: draw(VALUES)})[1:-1].encode() + b"," + lines[i][1:]
         elif how == "reorder":
-            lines[i] = json.dumps(dict(reversed(list(record.items())))).encode()
+            lines[i] = dumps(dict(reversed(list(record.items())))).encode()
         elif how == "raw-control":
-            lines[i] = lines[i].replace(b'"text": "', b'"text": "\x01', 1)
+            lines[i] = into_text(lines[i], b"\x01")
         elif how == "escaped-control":
-            lines[i] = lines[i].replace(b'"text": "', b'"text": "\\u0000', 1)
+            lines[i] = into_text(lines[i], b"\\u0000")
         elif how == "escaped-quote-colon":
-            lines[i] = lines[i].replace(b'"text": "', b'"text": "\\":', 1)
+            lines[i] = into_text(lines[i], draw(ESCAPES))
         elif how == "key-space":
-            lines[i] = lines[i].replace(b'": ', b'" : ', draw(st.integers(1, 3)))
+            lines[i] = lines[i].replace(b'":', b'" :', draw(st.integers(1, 3)))
         elif how == "truncate":
             lines[i] = lines[i][: draw(st.integers(0, max(0, len(lines[i]) - 1)))]
         elif how == "crlf":
@@ -203,7 +259,7 @@ def mutated(draw: st.DrawFn) -> bytes:
         elif how == "leading-space":
             lines[i] = b" " + lines[i] + draw(st.sampled_from([b"", b" "]))
         elif how == "not-utf8":
-            lines[i] = lines[i].replace(b'"text": "', b'"text": "\xff\xfe', 1)
+            lines[i] = into_text(lines[i], b"\xff\xfe")
         elif how == "bom":
             lines[i] = b"\xef\xbb\xbf" + lines[i]
         elif how == "not-object":
@@ -215,13 +271,13 @@ def mutated(draw: st.DrawFn) -> bytes:
         elif how == "supersede":
             earlier = [r["id"] for r in records[:i]] or ["c1"]
             record["supersedes"] = draw(st.lists(st.sampled_from(earlier), min_size=1, max_size=2))
-            lines[i] = json.dumps(record).encode()
+            lines[i] = dumps(record).encode()
         elif how == "cite":
             ids = [r["id"] for r in records] + ["c999", record["id"]]
             name = draw(st.sampled_from(["supports", "depends_on", "answers"]))
             targets = draw(st.lists(st.sampled_from(ids), min_size=1, max_size=2))
             record[name] = [targets] if name == "supports" else targets
-            lines[i] = json.dumps(record).encode()
+            lines[i] = dumps(record).encode()
         elif how == "deep":
             depth = draw(st.integers(1, 40))
             record["legacy"] = {
@@ -233,12 +289,17 @@ def mutated(draw: st.DrawFn) -> bytes:
                     "overrides": {},
                 },
             }
-            lines[i] = json.dumps(record).encode()
+            lines[i] = dumps(record).encode()
         elif how == "no-final-newline":
             final_newline = False
         elif how == "non-ascii":
             record["text"] = "Ünïcode 長い " + str(record.get("text"))
             lines[i] = json.dumps(record, ensure_ascii=False).encode()
+        elif how == "respace":  # whitespace JSON allows where docket writes none
+            at = draw(st.sampled_from([b",", b":", b"[", b"]", b"{", b"}"]))
+            lines[i] = lines[i].replace(at, at + draw(st.sampled_from([b" ", b"\t", b"\n"])), 1)
+        elif how == "number":  # 2 spelled otherwise, a boolean spelled as a number
+            lines[i] = lines[i].replace(*draw(st.sampled_from(NUMBERS)), 1)
     data = b"\n".join(lines)
     return data + b"\n" if final_newline else data
 
@@ -246,14 +307,18 @@ def mutated(draw: st.DrawFn) -> bytes:
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=mutated(), size=st.sampled_from([None, 1, 200, 2000]))
 def test_the_fast_path_accepts_exactly_what_the_exact_path_accepts(data: bytes, size: int | None) -> None:
-    assert fast(data, size) == reference(data)
+    expected = reference(data)
+    assert fast(data, size) == expected
+    assert fast(data, size, canonical=True) == expected
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=mutated())
-def test_a_cold_build_refuses_and_accepts_as_the_exact_path_does(data: bytes) -> None:
+@given(data=mutated(), halves=st.sampled_from([0, 1 << 40]))
+def test_a_cold_build_refuses_and_accepts_as_the_exact_path_does(data: bytes, halves: int) -> None:
+    """Also when a forked child builds the second half (``index.HALVES`` 0: every build is halved)."""
     expected = reference(data)
-    with cache_home() as tmp:
+    with cache_home() as tmp, pytest.MonkeyPatch.context() as m:
+        m.setattr(index, "HALVES", halves)
         path = tmp / "repo" / ".docket" / "ledger.jsonl"
         path.parent.mkdir(parents=True)
         path.write_bytes(data)
@@ -300,3 +365,28 @@ def test_quick_accept_leaves_doubtful_lines_to_the_exact_path(text: str) -> None
     known = validate.Index()
     assert not validate.quick_accept(json.loads(text), text, known, 1)
     assert known.count == 0 and not known.lines
+
+
+def test_lines_docket_writes_take_the_canonical_path() -> None:
+    records = [
+        rec("c1", "plain text, ünïcode", scope=["src/a.py", "docs/"], rationale="why"),
+        rec("q2"),
+        rec(
+            "d3",
+            depends_on=["c1"],
+            alternatives=["x", "y"],
+            supports=[["c1"], ["c1", "q2"][:1]],
+            evidence=[{"ref": "r", "checked_at": "t", "commit": "c"}, {"ref": "s"}],
+            pinned=True,
+        ),
+        rec("c4", answers=["q2"], supersedes=["c1"], state="accepted"),
+        rec("c5", 'a "quoted" line\nwith an escape'),  # a backslash: the quick_accept way
+    ]
+    data = b"".join(canonical.line(r) for r in records)
+    snap = store.Snapshot(path=Path("ledger.jsonl"), data=data)
+    items = [item for found, _ in store.validated(snap, canonical=True) for item in found]
+    assert [type(item) for item in items] == [tuple] * 4 + [dict]
+    assert [canonical_record(i) if type(i) is tuple else i for i in items] == [
+        json.loads(canonical.line(r)) for r in records
+    ]
+    assert _fields(snap.index) == reference(data)[4]

@@ -19,7 +19,15 @@ from pathlib import Path
 
 from docket_git.errors import LedgerError, NoLedger, notice
 from docket_git.ledger import canonical, jsonl
-from docket_git.ledger.validate import Index, Invalid, check_line, parse_line, quick_accept
+from docket_git.ledger.validate import (
+    Index,
+    Invalid,
+    canonical_fields,
+    check_line,
+    linked,
+    parse_line,
+    quick_accept,
+)
 from docket_git.repo import files, gitio
 
 LEDGER_DIR = ".docket"
@@ -304,8 +312,15 @@ _scan_once = json.decoder.JSONDecoder().scan_once  # json.loads's own C scanner,
 
 
 def validated(
-    snap: Snapshot, *, start: int = 0, line_no: int = 0, known: Index | None = None, size: int | None = None
-) -> Iterator[tuple[list[dict], list[int]]]:
+    snap: Snapshot,
+    *,
+    start: int = 0,
+    line_no: int = 0,
+    known: Index | None = None,
+    size: int | None = None,
+    canonical: bool = False,
+    stop: int | None = None,
+) -> Iterator[tuple[list, list[int]]]:
     """Validate ``snap.data`` from ``start`` on, a slice at a time: (records, the offset just past each).
 
     Sets ``snap.index`` (``known``, or a new index) as it goes, and
@@ -316,12 +331,17 @@ def validated(
     text), and whatever that cannot prove valid goes through ``parse_line``,
     ``check_line`` and ``Index.check`` as it always did. Callers that keep
     only what they need of each slice hold a bounded amount of memory.
+
+    ``canonical``: a line exactly as docket writes it is first offered to
+    ``validate.canonical_fields`` and, when it matches and ``linked`` accepts
+    it, given as that tuple instead of a dict (no dict is built for it).
+    ``stop``: validate only the lines before this offset (just past a newline).
     """
     data, path = snap.data, snap.path
     index = snap.index = known if known is not None else Index()
-    total = len(data)
+    total = len(data) if stop is None else stop
     size = size or SLICE
-    torn = not data.endswith(b"\n")
+    torn = total == len(data) and not data.endswith(b"\n")
     scan = _scan_once
     pos = valid_end = start
     number = line_no
@@ -339,7 +359,7 @@ def validated(
             raws.pop()  # after the slice's last newline
             if texts is not None:
                 texts.pop()
-        found: list[dict] = []
+        found: list = []  # records (dicts), or canonical_fields tuples
         found_ends: list[int] = []
         end = pos
         for i, raw in enumerate(raws):
@@ -350,6 +370,13 @@ def validated(
             record = None
             if texts is not None:
                 text = texts[i]
+                if canonical:
+                    fields = canonical_fields(text)
+                    if fields is not None and linked(fields[1][0], *fields[2:], index, number):
+                        found.append(fields)
+                        found_ends.append(end)
+                        valid_end = end
+                        continue
                 if text[:1] == "{":
                     try:
                         record, at = scan(text, 0)

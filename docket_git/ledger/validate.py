@@ -612,8 +612,7 @@ def quick_accept(record: object, text: str, index: Index, number: int) -> bool:
     rid = get("id")
     if type(rid) is not str or model.ID_RE.match(rid) is None or rid[0] != model.PREFIX[kind]:
         return False
-    seq = int(rid[1:])
-    if seq == 0 or seq <= index.max_seq:
+    if rid[1:2] == "0":
         return False
     shape = _canonical(record, kind) if record.keys() == _CANONICAL[kind] else _general(record, kind, rid)
     if shape is None:
@@ -621,9 +620,27 @@ def quick_accept(record: object, text: str, index: Index, number: int) -> bool:
     supports, depends_on, answers, supersedes, keys = shape
     if keys != text.count('":'):
         return False  # a field given twice, or a key count the exact path settles
-    # The cross-record rules (Index.check): targets recorded earlier, of the right kinds.
+    return linked(rid, supports, depends_on, answers, supersedes, index, number)
+
+
+def linked(
+    rid: str,
+    supports: list[list[str]] | None,
+    depends_on: list[str] | None,
+    answers: list[str] | None,
+    supersedes: list[str] | None,
+    index: Index,
+    number: int,
+) -> bool:
+    """True when ``Index.check``'s cross-record rules provably accept a record that passed the per-line rules.
+
+    ``rid`` is a well-formed ID (``model.ID_RE``, sequence above 0) of the
+    record's kind. On True the record is added to index as ``Index.add``
+    would (line ``number``); on False nothing changes.
+    """
+    seq = int(rid[1:])
     lines = index.lines
-    if rid in lines:
+    if seq <= index.max_seq or rid in lines:
         return False
     for group in supports or ():
         for target in group:
@@ -649,3 +666,107 @@ def quick_accept(record: object, text: str, index: Index, number: int) -> bool:
             index.retired_at[target] = number
     index.count += 1
     return True
+
+
+# -- the canonical path: a line exactly as docket writes it, proven by one regular expression -------------
+#
+# ``canonical.dumps`` writes a record compactly with its fields in ``model.FIELD_ORDER``; most lines of
+# any ledger are such lines, and most hold no escape. For those, one ``re.fullmatch`` per line proves
+# the per-line rules (the pattern admits only valid JSON whose strings hold no escape and no control
+# character, each field once, of the right type: what ``quick_accept`` proves over the decoded dict, and
+# stricter) and captures the fields as the decoder would give them, without building a dict. The
+# cross-record rules are then ``linked``'s. Any line it does not match goes the ``quick_accept`` way.
+
+_RX_PLAIN = r'[^"\\\x00-\x1f]'  # a string's character that needs no escape: what json.loads returns as is
+_RX_STRING = rf'"({_RX_PLAIN}*)"'
+_RX_TEXT = rf'"({_RX_PLAIN}+)"'  # non-empty
+_RX_ID = r'"[cdq][1-9][0-9]{0,17}"'
+_RX_IDS = rf"\[((?:{_RX_ID}(?:,{_RX_ID})*+)?)\]"
+_RX_TEXTS = rf'\[((?:"{_RX_PLAIN}+"(?:,"{_RX_PLAIN}+")*+)?)\]'
+_RX_GROUPS = rf"\[((?:\[{_RX_ID}(?:,{_RX_ID})*+\](?:,\[{_RX_ID}(?:,{_RX_ID})*+\])*+)?)\]"
+_RX_EVIDENCE_ITEM = rf'\{{"ref":"{_RX_PLAIN}+"(?:,"checked_at":"{_RX_PLAIN}*")?(?:,"commit":"{_RX_PLAIN}*")?\}}'
+_RX_EVIDENCE = rf"\[(?:{_RX_EVIDENCE_ITEM}(?:,{_RX_EVIDENCE_ITEM})*+)?\]"
+
+
+def _line_pattern(kind: str) -> re.Pattern[str]:
+    prefix = model.PREFIX[kind]
+    # The same group numbers for every kind: a claim's or a question's choice, alternatives and decided_by are ''.
+    only = (
+        rf'"choice":{_RX_TEXT},"alternatives":{_RX_TEXTS},"decided_by":{_RX_STRING},'
+        if kind == "decision"
+        else "()()()"
+    )
+    depends_on = _RX_IDS if kind == "decision" else r"\[()\]"
+    answers = r"\[()\]" if kind == "question" else _RX_IDS
+    return re.compile(
+        rf'\{{"schema":2,"kind":"{kind}","id":"({prefix}[1-9][0-9]{{0,17}})","text":{_RX_TEXT},{only}'
+        rf'"state":"({"|".join(model.STATES[kind])})","ts":{_RX_STRING},"author":{_RX_STRING},"session":{_RX_STRING},'
+        rf'"branch":{_RX_STRING},"scope":{_RX_TEXTS},"rationale":{_RX_STRING},"supports":{_RX_GROUPS},'
+        rf'"depends_on":{depends_on},"answers":{answers},"supersedes":{_RX_IDS},"evidence":({_RX_EVIDENCE}),'
+        rf'"revisit":{_RX_STRING},"cost_if_wrong":{_RX_STRING},"pinned":(true|false)\}}'
+    )
+
+
+#: The first letter of the kind (``text[20]``, after ``{"schema":2,"kind":"``) -> its line's pattern;
+#: compiled on first use (~18 ms: no start-up path that never builds an index pays for it).
+_LINES: dict[str, re.Pattern[str]] = {}
+_KIND_AT = len('{"schema":2,"kind":"')
+
+#: The groups ``canonical_fields`` captures, in order (lists as their text between the brackets).
+CANONICAL_GROUPS = (
+    "id",
+    "text",
+    "choice",
+    "alternatives",
+    "decided_by",
+    "state",
+    "ts",
+    "author",
+    "session",
+    "branch",
+    "scope",
+    "rationale",
+    "supports",
+    "depends_on",
+    "answers",
+    "supersedes",
+    "evidence",
+    "revisit",
+    "cost_if_wrong",
+    "pinned",
+)
+
+
+def _id_list(inner: str) -> list[str]:
+    """The IDs of a list's text between its brackets (``"c1","d2"``): none holds a quote or a comma."""
+    return inner[1:-1].split('","') if inner else []
+
+
+def canonical_fields(text: str) -> tuple | None:
+    """(kind, fields, supports, depends_on, answers, supersedes) of a line as docket writes it, or None.
+
+    ``fields`` are the ``CANONICAL_GROUPS``' texts, each what ``json.loads``
+    gives for it (a list: its text between the brackets; evidence: its JSON,
+    brackets included; pinned: ``true`` or ``false``); the relations are decoded. A line that matches passes
+    ``check_line`` and ``parse_line``; the cross-record rules are
+    ``linked``'s. None: not such a line (the ``quick_accept`` way decides).
+    """
+    pattern = _LINES.get(text[_KIND_AT : _KIND_AT + 1])
+    if pattern is None:
+        if _LINES:
+            return None
+        _LINES.update((model.PREFIX[kind], _line_pattern(kind)) for kind in model.KINDS)
+        return canonical_fields(text)
+    match = pattern.fullmatch(text)
+    if match is None:
+        return None
+    fields = match.groups()
+    supports = fields[12]
+    return (
+        model.KIND_OF_PREFIX[fields[0][0]],
+        fields,
+        [group[1:-1].split('","') for group in supports[1:-1].split("],[")] if supports else [],
+        _id_list(fields[13]),
+        _id_list(fields[14]),
+        _id_list(fields[15]),
+    )
