@@ -28,7 +28,7 @@ from docket_git.ledger import canonical, index, project, recording
 from .conftest import DOCKET, Repo, rec
 from .test_context_properties import ledgers
 from .test_index import check, encode
-from .test_outline import cache_home
+from .test_outline import cache_home, ledger_in
 
 
 def draft(text: str, **fields: object) -> dict:
@@ -120,9 +120,7 @@ def test_appends_leave_the_index_a_fresh_build_would_make(records: list[dict], o
     index.BLOCK = block  # small blocks: the append's tail starts at a checkpoint well inside the file
     try:
         with cache_home() as tmp:
-            path = tmp / "repo" / ".docket" / "ledger.jsonl"
-            path.parent.mkdir(parents=True)
-            path.write_bytes(encode(records))
+            path = ledger_in(tmp, encode(records))
             index.open_index(path).close()
             for n, (op, arg) in enumerate(ops):
                 ids = [r["id"] for r in index.read(path).records]
@@ -264,9 +262,7 @@ def test_the_effects_of_answers_read_from_the_index_are_the_projections(
     tail = [{**r, "supersedes": []} for r in records[keep:]]  # the index answers only for these
     everything = records[:keep] + tail
     with cache_home() as tmp:
-        path = tmp / "repo" / ".docket" / "ledger.jsonl"
-        path.parent.mkdir(parents=True)
-        path.write_bytes(encode(everything if written else records[:keep]))
+        path = ledger_in(tmp, encode(everything if written else records[:keep]))
         assert index.effects(path, tail, dry_run=not written) == project.consequences(everything, len(tail))
         if written:  # records appended after them: the index no longer says what they did alone
             with path.open("ab") as handle:
@@ -286,9 +282,7 @@ def test_the_effects_of_supersessions_read_from_the_index_are_the_projections(
     keep = max(1, min(keep, len(records) - 1))
     tail = records[keep:]
     with cache_home() as tmp:
-        path = tmp / "repo" / ".docket" / "ledger.jsonl"
-        path.parent.mkdir(parents=True)
-        path.write_bytes(encode(records if written else records[:keep]))
+        path = ledger_in(tmp, encode(records if written else records[:keep]))
         assert index.effects(path, tail, dry_run=not written) == project.consequences(records, len(tail))
 
 
@@ -309,9 +303,7 @@ def test_a_supersession_deep_in_a_chain_reports_what_it_blocks_and_reopens() -> 
     ]
     tail = [rec("d12", "root, revoked", choice="y", state="revoked", supersedes=["d2"], answers=["q6"])]
     with cache_home() as tmp:
-        path = tmp / "repo" / ".docket" / "ledger.jsonl"
-        path.parent.mkdir(parents=True)
-        path.write_bytes(encode(records))
+        path = ledger_in(tmp, encode(records))
         found = index.effects(path, tail, dry_run=True)
     assert found == project.consequences(records + tail, 1)
     assert found == [

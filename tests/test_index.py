@@ -16,7 +16,7 @@ from docket_git.ledger import canonical, db, index, project, store
 
 from .conftest import rec
 from .test_context_properties import ledgers
-from .test_outline import cache_home, expected_tables, query_tables
+from .test_outline import cache_home, expected_tables, ledger_in, query_tables
 
 
 def encode(records: list[dict]) -> bytes:
@@ -370,9 +370,7 @@ def test_a_build_in_small_slices_equals_a_fresh_projection(records: list[dict], 
     store.SLICE = slice_bytes  # many slices: rows wait a slice for later citations, the rest is settled at the end
     try:
         with cache_home() as tmp:
-            path = tmp / "repo" / ".docket" / "ledger.jsonl"
-            path.parent.mkdir(parents=True)
-            path.write_bytes(encode(records))
+            path = ledger_in(tmp, encode(records))
             assert check(path, records).how == "rebuilt"
     finally:
         store.SLICE = old
@@ -398,9 +396,7 @@ def test_a_build_in_two_processes_equals_one_in_one(records: list[dict], mid: in
     for halves in (0, 1 << 40):
         with cache_home() as tmp, pytest.MonkeyPatch.context() as m:
             m.setattr(index, "HALVES", halves)
-            path = tmp / "repo" / ".docket" / "ledger.jsonl"
-            path.parent.mkdir(parents=True)
-            path.write_bytes(data)
+            path = ledger_in(tmp, data)
             try:
                 ix = index.open_index(path)
             except Exception as exc:  # the refusal is compared
@@ -425,9 +421,7 @@ def test_a_build_from_canonical_lines_equals_one_from_decoded_records(records: l
         with cache_home() as tmp, pytest.MonkeyPatch.context() as m:
             if not canonical_path:
                 m.setattr(store, "canonical_fields", lambda text: None)
-            path = tmp / "repo" / ".docket" / "ledger.jsonl"
-            path.parent.mkdir(parents=True)
-            path.write_bytes(encode(records))
+            path = ledger_in(tmp, encode(records))
             ix = index.open_index(path)
             try:
                 assert ix.how == "rebuilt"

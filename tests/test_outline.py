@@ -108,6 +108,14 @@ def cache_home() -> Iterator[Path]:
                 os.environ["XDG_CACHE_HOME"] = old
 
 
+def ledger_in(tmp: Path, data: bytes) -> Path:
+    """A ledger holding data in a repository directory under tmp (a ``cache_home``); its path."""
+    path = tmp / "repo" / ".docket" / "ledger.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(data)
+    return path
+
+
 @contextlib.contextmanager
 def eager(on: bool) -> Iterator[None]:
     """Indexed outlines read every record's facts at once (a small ledger's way), or each on demand."""
@@ -245,9 +253,7 @@ def test_the_briefing_from_the_index_equals_one_composed_from_scratch(
     from docket_git.context import build_briefing
 
     with cache_home() as tmp, eager(at_once):
-        path = tmp / "repo" / ".docket" / "ledger.jsonl"
-        path.parent.mkdir(parents=True)
-        path.write_bytes(encode(records[:first], set()))
+        path = ledger_in(tmp, encode(records[:first], set()))
         build_briefing(ledger=path, auto_scope=False)  # the index holds the shorter ledger first
         path.write_bytes(encode(records, set()))
         got = build_briefing(
@@ -277,9 +283,7 @@ def test_query_points_from_the_haystack_column_equal_scoring_the_records(
     current = {v["id"] for v in project(records) if not v["retired_by"]}
     expected = record_points([r for r in records if r["id"] in current], query)
     with cache_home() as tmp:
-        path = tmp / "repo" / ".docket" / "ledger.jsonl"
-        path.parent.mkdir(parents=True)
-        path.write_bytes(encode(records, set()))
+        path = ledger_in(tmp, encode(records, set()))
         with index.opened(path) as ix:
             got = index.text_points(ix.conn, query)
     holds_nul = any("\x00" in r["text"] or "\x00" in (r.get("rationale") or "") for r in records if r["id"] in current)
@@ -357,9 +361,7 @@ def test_a_query_ranked_in_the_index_equals_the_reference_scoring(
     expected = scored(Outline.build(records), query, files, w, ranking_first=ranking_first)
     assert not expected["in_sql"]
     with cache_home() as tmp:
-        path = tmp / "repo" / ".docket" / "ledger.jsonl"
-        path.parent.mkdir(parents=True)
-        path.write_bytes(encode(records, set()))
+        path = ledger_in(tmp, encode(records, set()))
         with index.opened(path) as ix, eager(False):
             got = scored(Outline.from_index(ix), query, files, w, ranking_first=ranking_first)
     current = {v["id"] for v in project(records) if not v["retired_by"]}

@@ -14,7 +14,7 @@ from docket_git.ledger import canonical, index, model, store
 
 from .conftest import rec
 from .test_context_properties import ledgers
-from .test_outline import cache_home
+from .test_outline import cache_home, ledger_in
 
 
 @contextlib.contextmanager
@@ -73,9 +73,7 @@ def test_bytes_sharing_the_indexed_start_validate_as_from_scratch(
     other = b"".join(canonical.line(r) for r in shared) + (b"\n" if blank else b"")
     other += b"".join(json.dumps(r).encode() + b"\n" for r in tail)
     with cache_home() as tmp, small_blocks():
-        path = tmp / "repo" / ".docket" / "ledger.jsonl"
-        path.parent.mkdir(parents=True)
-        path.write_bytes(b"".join(canonical.line(r) for r in records))
+        path = ledger_in(tmp, b"".join(canonical.line(r) for r in records))
         index.open_index(path).close()  # the first branch's ledger, indexed with its checkpoints
         assert outcome(index.parse, path, other) == outcome(store.parse, path, other)
         path.write_bytes(other)  # and the ledger itself switched to the other bytes

@@ -23,7 +23,7 @@ from docket_git.ledger import canonical, index, model, store, validate
 
 from .conftest import rec
 from .test_context_properties import ledgers
-from .test_outline import cache_home
+from .test_outline import cache_home, ledger_in
 
 
 def reference(data: bytes) -> tuple:
@@ -319,9 +319,7 @@ def test_a_cold_build_refuses_and_accepts_as_the_exact_path_does(data: bytes, ha
     expected = reference(data)
     with cache_home() as tmp, pytest.MonkeyPatch.context() as m:
         m.setattr(index, "HALVES", halves)
-        path = tmp / "repo" / ".docket" / "ledger.jsonl"
-        path.parent.mkdir(parents=True)
-        path.write_bytes(data)
+        path = ledger_in(tmp, data)
         try:
             ix = index.open_index(path)
         except LedgerError as exc:
