@@ -1087,15 +1087,10 @@ def _rows(
             for n, group in enumerate(supports):
                 for target in group:
                     rels.append((seq, rid, "supports", target, n))
-        if depends_on:
-            for target in depends_on:
-                rels.append((seq, rid, "depends_on", target, None))
-        if answers:
-            for target in answers:
-                rels.append((seq, rid, "answers", target, None))
-        if supersedes:
-            for target in supersedes:
-                rels.append((seq, rid, "supersedes", target, None))
+        for name, targets in (("depends_on", depends_on), ("answers", answers), ("supersedes", supersedes)):
+            if targets:
+                for target in targets:
+                    rels.append((seq, rid, name, target, None))
         if scope:
             for value in dict.fromkeys(scope):
                 kind_of = kinds.get(value)
@@ -2157,8 +2152,7 @@ def _supersession_effects(conn: sqlite3.Connection, new: list[dict], first: int)
         answerers[question] = list(dict.fromkeys(sources))
     cited = {t for r in new for t in (*(r.get("depends_on") or ()), *(r.get("answers") or ()))}
     around = {p for a in affected for p in a["depends_on"]} | {s for a in answerers.values() for s in a} | cited
-    facts = _facts(conn, around - inside, first)
-    facts.update(_facts(conn, questions - inside, first))
+    facts = _facts(conn, (around | questions) - inside, first)
 
     def settled(after: bool) -> tuple[project.Derived, dict[str, dict]]:
         derived = project.Derived()
