@@ -239,6 +239,31 @@ def test_a_tail_rewrite_reindexes_only_past_the_shared_checkpoint(tmp_path: Path
     assert texts and all(t.startswith("PREMISE") for t in texts)
 
 
+def test_a_same_length_edit_far_from_the_tail_is_seen_by_its_ctime(tmp_path: Path, monkeypatch) -> None:
+    """Same size, same inode, mtime put back, the tail untouched: only ctime tells the index it is stale."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = tmp_path / "repo" / ".docket" / "ledger.jsonl"
+    path.parent.mkdir(parents=True)
+    records = [rec(f"c{i}", f"premise number {i} " + "x" * 200, state="accepted") for i in range(1, 801)]
+    path.write_bytes(encode(records))
+    index.open_index(path).close()
+    edited = [{**r, "text": r["text"].replace("premise", "PREMISE")} if i == 4 else r for i, r in enumerate(records)]
+    data = encode(edited)
+    before = os.stat(path)
+    assert len(data) == before.st_size and data[-index.TAIL :] == path.read_bytes()[-index.TAIL :]
+    with open(path, "r+b") as handle:  # in place: the inode stays
+        handle.write(data)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(path)
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
+    ix = index.open_index(path)
+    try:
+        assert ix.how != "current"
+        assert ix.conn.execute("SELECT text FROM records WHERE id = 'c5'").fetchone()[0].startswith("PREMISE")
+    finally:
+        ix.close()
+
+
 def test_a_branch_switch_settles_chains_of_prerequisites_both_ways(tmp_path: Path, monkeypatch) -> None:
     """A supersession in a branch's tail blocks d2 through c1 and d3 through d2; switching back unblocks both.
 

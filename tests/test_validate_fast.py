@@ -388,3 +388,22 @@ def test_lines_docket_writes_take_the_canonical_path() -> None:
         json.loads(canonical.line(r)) for r in records
     ]
     assert _fields(snap.index) == reference(data)[4]
+
+
+@pytest.mark.parametrize(
+    "write", [canonical.line, lambda r: json.dumps(r).encode() + b"\n"], ids=["canonical", "spaced"]
+)
+def test_superseding_a_record_already_retired_is_refused_by_every_path(write) -> None:
+    """c3 supersedes c1, which c2 already retired: the exact rule (``Index.check``) refuses line 3, and so must
+    the fast paths (``quick_accept``'s and the canonical pattern's ``validate.linked``) and a cold index build."""
+    records = [rec("c1"), rec("c2", supersedes=["c1"]), rec("c3", supersedes=["c1"])]
+    data = b"".join(write(r) for r in records)
+    expected = reference(data)
+    assert expected[0] == "refused" and expected[1].startswith("line 3: ")
+    for size in (None, 1):
+        assert fast(data, size) == expected
+        assert fast(data, size, canonical=True) == expected
+    with cache_home() as tmp:
+        with pytest.raises(LedgerError) as refused:
+            index.open_index(ledger_in(tmp, data)).close()
+        assert str(refused.value) == expected[1]
