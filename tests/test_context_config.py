@@ -9,23 +9,33 @@ import pytest
 from docket_git.context import config
 from docket_git.context.config import ConfigError, fingerprint, load, merge
 
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "context.md"
+
+
+def documented_defaults() -> dict[str, dict[str, int]]:
+    """The `key | default | meaning` table of docs/context.md's Settings section, as nested settings.
+
+    A row may name several keys and values, `a.x` / `y` | 1 / 2: a bare name takes the section of
+    the row's first key.
+    """
+    section = DOCS.read_text(encoding="utf-8").split("## Settings: `.docket/config.toml`", 1)[1]
+    table = section.split("| key | default | meaning |", 1)[1].split("\n\n", 1)[0]
+    out: dict[str, dict[str, int]] = {}
+    for row in table.strip().splitlines()[1:]:  # past the |---| line
+        keys_cell, values_cell = (cell.strip() for cell in row.strip("|").split("|")[:2])
+        keys = [k.strip().strip("`") for k in keys_cell.split(" / ")]
+        values = [int(v) for v in values_cell.split(" / ")]
+        assert len(keys) == len(values), row
+        head = keys[0].split(".", 1)[0]
+        for key, value in zip(keys, values, strict=True):
+            part, name = key.split(".", 1) if "." in key else (head, key)
+            out.setdefault(part, {})[name] = value
+    return out
+
 
 def test_defaults_are_the_documented_table() -> None:
-    s = config.defaults()
-    assert s["budget"] == {"target": 8000, "outer_multiple": 3, "minimum": 512}
-    assert s["index"] == {"detail_min": 40, "detail_max": 140, "max_lines": 40}
-    assert s["weights"] == {
-        "scope_exact": 1000,
-        "scope_glob": 700,
-        "scope_prefix": 500,
-        "text": 750,
-        "recency": 200,
-        "degree": 50,
-        "degree_cap": 10,
-        "pinned": 400,
-    }
-    assert s["expansion"] == {"decay_numerator": 1, "decay_denominator": 2, "floor": 50}
-    assert s["auto_scope"] == {"limit": 50}
+    documented = documented_defaults()
+    assert config.defaults() == documented
 
 
 def test_overrides_merge_over_defaults() -> None:
