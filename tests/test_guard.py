@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
 
 import pytest
 from hypothesis import given, settings
@@ -283,8 +285,90 @@ def test_cursor_shell_payload_without_cwd_uses_the_workspace_root(repo: Repo, tm
     assert out["permission"] == "ask" and "docket claim" in out["agent_message"]
 
 
-@given(st.text(max_size=300))
-@settings(max_examples=300, deadline=None)
-def test_any_command_text_gets_an_answer_never_an_exception(text: str) -> None:
-    assert command_writes_ledger(text + " .docket/ledger.jsonl", "/repo") in (True, False)
-    assert ledger_write("Bash", {"command": text}, "/repo") in (None, "the ledger named in this command")
+# -- the decision on any text (docs/hooks.md, "The guard: what counts as a ledger write") ------------
+
+LONG = os.environ.get("DOCKET_FUZZ_PROFILE") == "long"
+DECISIONS = settings(max_examples=2000 if LONG else 200, deadline=None, derandomize=not LONG)
+LEDGERS = st.sampled_from([".docket/ledger.jsonl", "./.docket/ledger.jsonl", "sub/.docket/ledgers/events.jsonl"])
+_OPERATOR_CHARS = frozenset(";&|<>()\n")
+
+
+def known_misread(word: str) -> bool:
+    """Quoted words the guard misreads today (test_known_misreadings_of_quoted_words): a word made only of
+    operator characters is taken for an operator, and a quoted `<<X` for a heredoc that swallows the next lines."""
+    return (bool(word) and set(word) <= _OPERATOR_CHARS) or "<<" in word
+
+
+#: Any argument a shell would pass as one word: arbitrary text, quoted (but for the known misreadings).
+ARGUMENT = st.text(max_size=60).filter(lambda t: not known_misread(t)).map(shlex.quote)
+ARGUMENTS = st.lists(ARGUMENT, max_size=3).map(" ".join)
+#: The same, but no option: an option may change what a program does to its operands (sed -n ... -i, cp -t).
+OPERANDS = st.lists(
+    st.text(max_size=60).filter(lambda t: not known_misread(t) and not t.startswith("-")).map(shlex.quote), max_size=3
+).map(" ".join)
+
+
+@given(st.sampled_from(["cat", "grep", "jq", "tail", "head", "wc", "echo", "python3", "rm", "mytool"]), ARGUMENTS,
+       st.sampled_from([">", ">>", ">|", "&>", "&>>", "2>&1 >>"]), LEDGERS)  # fmt: skip
+@DECISIONS
+def test_any_redirection_onto_a_ledger_is_stopped(program: str, args: str, operator: str, ledger: str) -> None:
+    """Whatever the program and its (quoted) arguments, a redirection onto a ledger writes it: stop."""
+    command = f"{program} {args} {operator} {ledger}"
+    assert command_writes_ledger(command, "/repo") is True, command
+    assert ledger_write("Bash", {"command": command}, "/repo") == "the ledger named in this command"
+
+
+@given(st.sampled_from(["rm -f", "tee -a", "truncate -s 0", "shred", "touch", "vim", "sed -i", "perl -pi -e p",
+                        "python3 fix.py", "mytool --fix", "cp /tmp/x", "mv /tmp/x"]), OPERANDS, LEDGERS)  # fmt: skip
+@DECISIONS
+def test_a_writer_handed_a_ledger_is_stopped(writer: str, args: str, ledger: str) -> None:
+    """tee, truncate, rm, editors, sed -i, cp/mv onto one, and any unknown program or script handed a ledger: stop."""
+    command = f"{writer} {args} {ledger}"
+    assert command_writes_ledger(command, "/repo") is True, command
+
+
+@given(st.sampled_from(["cat", "grep -n", "jq -c", "tail -n 5", "head", "wc -l", "sed -n 1p", "git log -p --",
+                        "git show", "git add", "docket claim"]), OPERANDS, LEDGERS)  # fmt: skip
+@DECISIONS
+def test_a_reader_handed_a_ledger_stays_silent(reader: str, args: str, ledger: str) -> None:
+    """cat, grep, jq, tail, sed -n, git log/show/add and docket read (or record through docket): silent."""
+    command = f"{reader} {args} {ledger}"
+    assert command_writes_ledger(command, "/repo") is False, command
+    assert ledger_write("Bash", {"command": command}, "/repo") is None
+
+
+@given(
+    st.text(max_size=80).filter(lambda t: not known_misread(t)),
+    LEDGERS,
+    st.sampled_from([">>", ">", "; rm", "| tee -a"]),
+)
+@DECISIONS
+def test_a_ledger_path_inside_a_quoted_argument_is_text(text: str, ledger: str, operator: str) -> None:
+    """A commit message that spells out a write names no target: silent."""
+    message = shlex.quote(f"{text} echo x {operator} {ledger}")
+    for command in (f"git commit -m {message}", f"echo {message} > notes.txt"):
+        assert command_writes_ledger(command, "/repo") is False, command
+
+
+@pytest.mark.xfail(
+    strict=True, reason="guard bug: quoted operator characters and a quoted `<<X` are read as shell syntax"
+)
+@pytest.mark.parametrize(
+    ("command", "writes"),
+    [
+        ("rm -f ';' .docket/ledger.jsonl", True),  # the quoted ';' splits the command: the rm goes unseen
+        ("cat '>' .docket/ledger.jsonl", False),  # the quoted '>' is taken for a redirection onto the ledger
+        ("echo '<<A\nB' >> .docket/ledger.jsonl", True),  # the quoted <<A makes the next line a heredoc body
+        ("cat '<<A' x\nrm .docket/ledger.jsonl", True),
+    ],
+)
+def test_known_misreadings_of_quoted_words(command: str, writes: bool) -> None:
+    """Found by the property tests above; each still gets the wrong decision (reported to the lead)."""
+    assert command_writes_ledger(command, "/repo") is writes
+
+
+@pytest.mark.xfail(
+    strict=True, reason="guard bug: the first look for `.docket` reads the raw text, before quotes are removed"
+)
+def test_known_misreading_of_a_path_split_by_quotes() -> None:
+    assert command_writes_ledger('echo x >> .dock"et"/ledger.jsonl', "/repo") is True
