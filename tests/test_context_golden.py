@@ -3,11 +3,15 @@ of what it must show (tests/golden/statements.toml; workflow at the top of tests
 
 from __future__ import annotations
 
+import copy
+import shutil
+from pathlib import Path
+
 import pytest
 
 from .ctx import block_text
 from .golden.cases import CASES
-from .golden.regenerate import OUT
+from .golden.regenerate import OUT, main
 from .golden.statements import broken, load
 
 STATEMENTS = load()
@@ -47,3 +51,30 @@ def test_a_statement_notices_a_dropped_block_a_wrong_tier_and_a_broken_ceiling()
     narrow = (OUT / "n60_b512.txt").read_text(encoding="utf-8")
     assert any("over 512" in p for p in broken(STATEMENTS["n60_b512"], narrow + "# one line too many\n"))
     assert any("c24 must not be shown" in p for p in broken(STATEMENTS["n60_b512"], narrow.replace("d53,", "c24,")))
+
+
+def test_regenerate_refuses_a_golden_whose_new_output_breaks_its_statement(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """regenerate.py writes a changed golden only when named, its statement holds, and the statement changed."""
+    goldens = tmp_path / "context"
+    shutil.copytree(OUT, goldens)
+    stale = (goldens / "payments_file.txt").read_text(encoding="utf-8").replace("[fallback pin, pinned]", "[old]")
+    (goldens / "payments_file.txt").write_text(stale, encoding="utf-8")  # as if the code's output had moved
+
+    def run(*argv: str, statements: dict = STATEMENTS, committed: dict = STATEMENTS) -> int:
+        return main(list(argv), goldens=goldens, statements=statements, committed=committed)
+
+    assert run() == 1 and "payments_file: output changed; it keeps its statement" in capsys.readouterr().out
+    assert run("payments_file") == 1  # the statement is the one in HEAD: say what changed, or that it holds
+    assert "its statement is unchanged since HEAD" in capsys.readouterr().err
+    promised = copy.deepcopy(STATEMENTS)
+    promised["payments_file"]["shows"].append("d3 adopted [selected]")
+    assert run("payments_file", "--statement-holds", statements=promised) == 1
+    assert "breaks its statement: no full-text block 'd3 adopted [selected]'" in capsys.readouterr().err
+    assert (goldens / "payments_file.txt").read_text(encoding="utf-8") == stale  # nothing written
+    edited = copy.deepcopy(STATEMENTS)
+    edited["payments_file"]["why"] += " (edited)"
+    assert run("payments_file", statements=edited) == 0
+    assert (goldens / "payments_file.txt").read_text(encoding="utf-8") == CASES["payments_file"]()
+    assert run() == 0

@@ -39,7 +39,7 @@ from .statements import PATH, broken, load
 OUT = Path(__file__).resolve().parent / "context"
 
 
-def _committed_statements() -> dict[str, dict]:
+def committed_statements() -> dict[str, dict]:
     """statements.toml as HEAD has it ({} when HEAD has none)."""
     rel = PATH.relative_to(PATH.parents[2]).as_posix()
     done = subprocess.run(
@@ -48,19 +48,26 @@ def _committed_statements() -> dict[str, dict]:
     return tomllib.loads(done.stdout) if done.returncode == 0 else {}
 
 
-def _changed() -> dict[str, str]:
+def _changed(goldens: Path) -> dict[str, str]:
     """name -> new output, for each case whose golden file is missing or differs."""
     out = {}
     for name, make in CASES.items():
-        path = OUT / f"{name}.txt"
+        path = goldens / f"{name}.txt"
         text = make()
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             out[name] = text
     return out
 
 
-def main(argv: list[str]) -> int:
-    statements = load()
+def main(
+    argv: list[str],
+    *,
+    goldens: Path = OUT,
+    statements: dict[str, dict] | None = None,
+    committed: dict[str, dict] | None = None,
+) -> int:
+    """The command line above; the keywords let a test point it at copies (defaults: the real files, HEAD)."""
+    statements = load() if statements is None else statements
     flags = {a for a in argv if a.startswith("--")}
     names = [a for a in argv if not a.startswith("--")]
     unknown_flags = flags - {"--statement-holds", "--prune"}
@@ -76,11 +83,11 @@ def main(argv: list[str]) -> int:
         print(f"regenerate: {missing[0]} has no statement: add [{missing[0]}] to {PATH.name}", file=sys.stderr)
         return 1
     if "--prune" in flags:
-        for stale in OUT.glob("*.txt"):
+        for stale in goldens.glob("*.txt"):
             if stale.stem not in CASES:
                 stale.unlink()
                 print(f"removed {stale.name}")
-    changed = _changed()
+    changed = _changed(goldens)
     if not names:
         for name, text in changed.items():
             problems = broken(statements[name], text)
@@ -89,7 +96,7 @@ def main(argv: list[str]) -> int:
         if changed:
             print("rewrite a golden by naming it, after its statement says what it must now show")
         return 1 if changed else 0
-    committed = _committed_statements()
+    committed = committed_statements() if committed is None else committed
     refusals = []
     for name in names:
         if name not in changed:
@@ -109,7 +116,7 @@ def main(argv: list[str]) -> int:
         return 1
     for name in names:
         if name in changed:
-            (OUT / f"{name}.txt").write_text(changed[name], encoding="utf-8")
+            (goldens / f"{name}.txt").write_text(changed[name], encoding="utf-8")
             print(f"wrote {name}.txt")
         else:
             print(f"{name}.txt unchanged")
