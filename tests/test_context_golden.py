@@ -78,3 +78,14 @@ def test_regenerate_refuses_a_golden_whose_new_output_breaks_its_statement(
     assert run("payments_file", statements=edited) == 0
     assert (goldens / "payments_file.txt").read_text(encoding="utf-8") == CASES["payments_file"]()
     assert run() == 0
+
+
+def test_a_misspelt_key_or_a_missing_why_is_refused(tmp_path: Path) -> None:
+    """A typo must not turn a statement into one that checks nothing."""
+    path = tmp_path / "statements.toml"
+    path.write_text('[payments_file]\nwhy = "x"\nshow = ["d4 adopted [selected]"]\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"\[payments_file\] has unknown keys \['show'\]"):
+        load(path)
+    path.write_text('[payments_file]\nshows = ["d4 adopted [selected]"]\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"\[payments_file\] needs a `why`"):
+        load(path)
