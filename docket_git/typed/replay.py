@@ -214,14 +214,44 @@ class SqlState:
         )
 
 
+#: The envelope type gh-aw's persistence job gives every record; the operation is in the payload.
+GH_AW_TYPE = "ledger_append"
+
+
+def operation_of(ledger: Ledger, record: envelope.Record) -> tuple[dict, str]:
+    """The record's validated operation and its record ID; raises ``ops.OpError``.
+
+    Two record formats hold an operation. docket's: the envelope ``type`` is the operation's name
+    and the envelope ``id`` the record ID. gh-aw's: ``type`` is ``ledger_append``, and for every
+    ledger but notes the payload carries the deterministic record ID as ``id`` beside the operation
+    (a notes payload must not: there the envelope ``id`` is the record ID). See docs/typed-ledgers.md.
+    """
+    payload, rid = record.payload, record.id
+    if record.type == GH_AW_TYPE and isinstance(payload, dict) and "id" in payload:
+        if ledger.type == "notes":
+            raise ops.OpError("a notes payload must not duplicate the envelope ID (gh-aw's rule)")
+        rid = payload["id"]
+        if not isinstance(rid, str) or not rid.strip() or len(rid.encode("utf-8")) > ops.NOTE_ID_MAX:
+            raise ops.OpError(f"the payload id must be a nonempty string of at most {ops.NOTE_ID_MAX} bytes")
+        payload = {k: v for k, v in payload.items() if k != "id"}
+    op = ops.validate(ledger, payload, trusted=True)
+    if ledger.type is not None and record.type not in (GH_AW_TYPE, op["operation"]):
+        raise ops.OpError(f"the record type {record.type!r} differs from its operation {op['operation']!r}")
+    return op, rid
+
+
+def _is_vote(record: envelope.Record) -> bool:
+    payload = record.payload
+    return record.type == "vote" or (
+        record.type == GH_AW_TYPE and isinstance(payload, dict) and payload.get("operation") == "vote"
+    )
+
+
 def step(ledger: Ledger, record: envelope.Record, state: ops.State) -> None:
     """Validate and apply one record's operation; raises ``ops.OpError``."""
-    op = ops.validate(ledger, record.payload, trusted=True)
-    if ledger.type is None:
-        return
-    if record.type != op["operation"]:
-        raise ops.OpError(f"the record type {record.type!r} differs from its operation {op['operation']!r}")
-    ops.apply(ledger, op, record.id, record.timestamp, record.sha, state)
+    op, rid = operation_of(ledger, record)
+    if ledger.type is not None:
+        ops.apply(ledger, op, rid, record.timestamp, record.sha, state)
 
 
 def replay(ledger: Ledger, data: bytes) -> tuple[list[envelope.Record], MemState, list[envelope.Diagnostic], list[str]]:
@@ -232,20 +262,17 @@ def replay(ledger: Ledger, data: bytes) -> tuple[list[envelope.Record], MemState
     state = MemState()
     if ledger.type == "notes":
         # Notes first, then votes, so a vote never fails merely because it sorts before its note.
-        passes = [[r for r in ordered if r.type != "vote"], [r for r in ordered if r.type == "vote"]]
+        votes = [_is_vote(r) for r in ordered]
+        passes = [
+            [r for r, v in zip(ordered, votes, strict=True) if not v],
+            [r for r, v in zip(ordered, votes, strict=True) if v],
+        ]
     else:
         passes = [ordered]
-    validate, apply, typed = ops.validate, ops.apply, ledger.type is not None  # step(), inlined: once per record
     for batch in passes:
         for record in batch:
             try:
-                op = validate(ledger, record.payload, trusted=True)
-                if typed:
-                    if record.type != op["operation"]:
-                        raise ops.OpError(
-                            f"the record type {record.type!r} differs from its operation {op['operation']!r}"
-                        )
-                    apply(ledger, op, record.id, record.timestamp, record.sha, state)
+                step(ledger, record, state)
             except ops.OpError as exc:
                 diagnostics.append(envelope.Diagnostic("invalid-operation", record.line, record.id, f"{exc}; skipped"))
     return ordered, state, diagnostics, heads
