@@ -194,3 +194,27 @@ def test_schema_file_and_briefing_accept_the_ledger_tables(repo: Repo):
     assert op(repo, "rows", {"operation": "append", "value": {}}).code == 1
     repo.ok("claim", "The briefing still reads config.toml")
     assert "The briefing still reads config.toml" in repo.ok("context").out
+
+
+def test_a_branch_whose_insert_lost_does_not_update_the_winner_s_row(shared: Repo):
+    """Both branches insert f1 and then update it; after the merge one insert wins, and the other
+    branch's update (meant for its own row) is skipped and listed, not applied to the winner's row.
+    An update written after the merge sees both inserts and applies."""
+    shared.git("checkout", "-q", "-b", "b")
+    ok_op(shared, "findings", {"operation": "insert", "value": {"id": "f1", "severity": "low", "by": "B"}})
+    ok_op(shared, "findings", {"operation": "update", "key": "f1", "patch": {"seen": "B"}})
+    commit(shared, "b")
+    shared.git("checkout", "-q", "main")
+    ok_op(shared, "findings", {"operation": "insert", "value": {"id": "f1", "severity": "low", "by": "A"}})
+    ok_op(shared, "findings", {"operation": "update", "key": "f1", "patch": {"seen": "A"}})
+    commit(shared, "a")
+    shared.git("merge", "-q", "--no-edit", "b")
+    (row,) = state(shared, "findings")
+    winner = json.loads(row["value"])["by"]
+    assert json.loads(row["value"]) == {"id": "f1", "severity": "low", "by": winner, "seen": winner}
+    checked = shared.docket("ledger", "check", "findings")
+    assert checked.code == 1
+    assert "table key 'f1' already exists" in checked.out
+    assert "this branch's insert of it was skipped" in checked.out and "its update is skipped too" in checked.out
+    ok_op(shared, "findings", {"operation": "update", "key": "f1", "patch": {"seen": "both"}})
+    assert json.loads(state(shared, "findings")[0]["value"])["seen"] == "both"

@@ -80,11 +80,35 @@ def reference_replay(ledger: Ledger, data: bytes) -> dict:
     diagnostics += [("cycle", records[s].line, records[s].id) for s in pending]
     state = replay.MemState()
     notes_first = sorted(ordered, key=lambda r: r.type == "vote") if ledger.type == "notes" else ordered
+    skipped_inserts: dict[str, set[str]] = {}  # table key -> shas of its inserts that replay skipped
+    row_by: dict[str, str] = {}  # table key -> the sha whose insert or upsert made its current row
+
+    def ancestors(record: envelope.Record) -> set[str]:
+        found, todo = set(), list(record.parents)
+        while todo:
+            sha = todo.pop()
+            if sha in records and sha not in found:
+                found.add(sha)
+                todo += records[sha].parents
+        return found
+
     for record in notes_first:
+        payload = record.payload if isinstance(record.payload, dict) else {}
         try:
-            replay.step(ledger, record, state)
+            if ledger.type == "table" and payload.get("operation") in ("update", "delete"):
+                # A branch whose insert of the key was skipped does not update or delete the winner's row.
+                mine = ancestors(record)
+                if skipped_inserts.get(payload.get("key"), set()) & mine and row_by.get(payload["key"]) not in mine:
+                    raise ops.OpError("follows a skipped insert")
+            op = replay.step(ledger, record, state)
+            if ledger.type == "table" and op["operation"] in ("insert", "upsert"):
+                row_by[op["value"][ledger.key]] = record.sha
         except ops.OpError:
             diagnostics.append(("invalid-operation", record.line, record.id))
+            value = payload.get("value")
+            inserted = isinstance(value, dict) and isinstance(value.get(ledger.key), str)
+            if ledger.type == "table" and payload.get("operation") == "insert" and inserted:
+                skipped_inserts.setdefault(value[ledger.key], set()).add(record.sha)
     referenced = {p for r in records.values() for p in r.parents}
     if ledger.type == "notes":
         derived = [sorted(state.notes.values()), sorted(state.citations), sorted(state.votes)]

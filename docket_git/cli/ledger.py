@@ -103,7 +103,8 @@ def _citation(text: str) -> dict:
     out: dict = {"type": "repository", "path": match["path"]}
     if match["start"]:
         out["start_line"] = int(match["start"])
-        out["end_line"] = int(match["end"] or match["start"])
+        if match["end"]:
+            out["end_line"] = int(match["end"])
     return out
 
 
@@ -178,7 +179,7 @@ def verify(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per citation.")] = False,
 ) -> None:
     """Check every note's citations against the working tree: unchanged, moved, changed or missing."""
-    from docket_git.typed import api
+    from docket_git.typed import api, cite
 
     root, ledger = _resolve(name, "notes")
     rows = api.verify(root, ledger)
@@ -187,7 +188,7 @@ def verify(
         return
     typer.echo(f"# {api.UNTRUSTED}")
     for row in rows:
-        lines = f":{row['start_line']}-{row['end_line']}" if row["start_line"] else ""
+        lines = cite.format_lines(row)
         detail = f" ({row['detail']})" if row["detail"] and row["status"] != "unchanged" else ""
         typer.echo(f"{row['note_id']}\t{row['status']}\t{row['path']}{lines}{detail}")
 

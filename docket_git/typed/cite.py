@@ -46,17 +46,38 @@ def _hash(lines: list[bytes]) -> str:
     return hashlib.sha256(b"\n".join(lines)).hexdigest()
 
 
+def line_range(citation: dict) -> tuple[int, int | None] | None:
+    """The cited lines (first, last; last None: to the end of a start-only citation's line), None: the whole file.
+
+    gh-aw's citation rules: both lines optional, ``end_line >= start_line`` when both are given, and an
+    ``end_line`` alone means lines 1 to ``end_line``. A start-only citation cites that one line.
+    """
+    start, end = citation.get("start_line"), citation.get("end_line")
+    if start is None and end is None:
+        return None
+    return (start or 1, end if end is not None else start)
+
+
+def format_lines(citation: dict) -> str:
+    """``:START-END``, ``:LINE`` or nothing (the whole file), as ``--cite`` takes it."""
+    lines = line_range(citation)
+    if lines is None:
+        return ""
+    first, last = lines
+    return f":{first}" if first == last else f":{first}-{last}"
+
+
 def pin(root: Path, citation: dict, commit: str | None, where: str) -> dict:
     """The citation with ``commit`` and ``content_sha256`` added; raises ``OpError`` when it cites nothing."""
     data = _read(root, citation["path"])
     if data is None:
         raise OpError(f"{where}.path {citation['path']!r} is not a regular file in the working tree")
     out = {k: v for k, v in citation.items() if k not in ("commit", "content_sha256")}
-    start = citation.get("start_line")
-    if start is None:
+    cited = line_range(citation)
+    if cited is None:
         digest = hashlib.sha256(data).hexdigest()
     else:
-        end = citation.get("end_line", start)
+        start, end = cited
         lines = _lines(data)
         if end > len(lines):
             raise OpError(f"{where}: {citation['path']} has {len(lines)} lines; line {end} does not exist")
@@ -75,11 +96,11 @@ def verify(root: Path, citation: dict) -> tuple[str, str]:
     pinned = citation.get("content_sha256")
     if not pinned:
         return "unpinned", "the note carries no content hash; inspect the source by hand"
-    start = citation.get("start_line")
-    if start is None:
+    cited = line_range(citation)
+    if cited is None:
         ok = hashlib.sha256(data).hexdigest() == pinned
         return ("unchanged", "") if ok else ("changed", "the file's content differs from when the note was written")
-    end = citation.get("end_line") or start
+    start, end = cited
     lines = _lines(data)
     width = end - start + 1
     if end <= len(lines) and _hash(lines[start - 1 : end]) == pinned:

@@ -86,6 +86,11 @@ def _check_schema(schema: object, where: str) -> None:
         elif key in ("oneOf", "anyOf"):
             if not isinstance(value, list) or not value:
                 raise DeclarationError(f"{where}.{key} must be a nonempty list of schemas")
+            if len(schema) > 1:  # gh-aw's schema compiler refuses a combinator beside other keywords
+                others = ", ".join(sorted(k for k in schema if k != key))
+                raise DeclarationError(
+                    f"{where}: {key} cannot stand beside other keywords ({others}); move them into each branch"
+                )
             for i, sub in enumerate(value):
                 _check_schema(sub, f"{where}.{key}[{i}]")
         elif key == "required" and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):

@@ -34,7 +34,11 @@ _FIELDS = {
     kind: {name: frozenset({"operation", *req, *opt}) for name, (req, opt) in table.items()}
     for kind, table in OPERATIONS.items()
 }
-SUBJECT_MAX, NOTE_MAX, REASON_MAX, CITATIONS_MAX, NOTE_ID_MAX = 512, 4096, 1024, 32, 128
+SUBJECT_MAX, NOTE_MAX, REASON_MAX, CITATIONS_MAX, NOTE_ID_MAX = 512, 4096, 1024, 32, 128  # gh-aw's limits
+#: gh-aw's limits on a table row after replay, and on a written record (the operation and its ID).
+CELL_MAX, RECORD_MAX = 64 * 1024, 32 * 1024
+#: What ``"id":"ldg-<36>",`` adds to an operation's canonical JSON, as gh-aw measures a record.
+_ID_BYTES = len('"id":"ldg-00000000-0000-4000-8000-000000000000",')
 CITATION_FIELDS = frozenset({"type", "path", "start_line", "end_line", "commit", "content_sha256"})
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _HEX40 = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
@@ -144,11 +148,14 @@ def compile_schema(schema: object) -> Callable[[object], bool]:
     return lambda v: all(t(v) for t in tests)
 
 
-def _nonempty(op: dict, field: str, limit: int) -> str:
+def _nonempty(op: dict, field: str, limit: int, *, in_bytes: bool = False) -> str:
+    """A nonempty (after trimming) string of at most limit characters, or UTF-8 bytes (gh-aw's units)."""
     value = op.get(field)
     if not isinstance(value, str) or not value.strip():
         raise OpError(f"{field} must be a nonempty string")
-    if len(value) > limit:
+    if in_bytes and len(value) * 4 > limit and len(value.encode("utf-8", "surrogatepass")) > limit:
+        raise OpError(f"{field} is longer than {limit} bytes of UTF-8")
+    if not in_bytes and len(value) > limit:
         raise OpError(f"{field} is longer than {limit} characters")
     return value
 
@@ -177,10 +184,9 @@ def check_citation(citation: object, where: str) -> dict:
         raise OpError(f"{where}.path {path!r} must be repository-relative (no '..', no absolute path, no URL)")
     start, end = citation.get("start_line"), citation.get("end_line")
     for name, line in (("start_line", start), ("end_line", end)):
-        if line is not None and (type(line) is not int or line < 1):
-            raise OpError(f"{where}.{name} must be a positive integer")
-    if end is not None and start is None:
-        raise OpError(f"{where}.end_line needs a start_line")
+        if line is not None and (type(line) is not int or not 1 <= line <= canonical.SAFE_INTEGER):
+            raise OpError(f"{where}.{name} must be a positive safe integer")
+    # An end_line alone is valid, as gh-aw has it: lines 1 to end_line (cite.line_range).
     if start is not None and end is not None and end < start:
         raise OpError(f"{where}.end_line must not be before start_line")
     if "commit" in citation and not (isinstance(citation["commit"], str) and _HEX40.match(citation["commit"])):
@@ -204,6 +210,9 @@ def validate(ledger: Ledger, op: object, *, trusted: bool = False) -> dict:
             canonical.check(op, "operation", depth=1)  # depth 1: the operation is a record's payload
         except canonical.NotCanonical as exc:
             raise OpError(str(exc)) from None
+        size = len(canonical.dumps(op).encode("utf-8", "surrogatepass")) + _ID_BYTES
+        if size > RECORD_MAX:
+            raise OpError(f"the record would be {size} bytes; gh-aw's limit (and docket's) is {RECORD_MAX}")
     kind = ledger.type
     if kind is None:
         _schema_check(ledger, op, "record")
@@ -239,15 +248,15 @@ def validate(ledger: Ledger, op: object, *, trusted: bool = False) -> dict:
                 if ledger.key in patch:
                     raise OpError(f"patch must not contain the primary key '{ledger.key}'; the key cannot change")
     if kind == "counter":
-        if not isinstance(op["name"], str):
-            raise OpError("name must be a string")
+        if not isinstance(op["name"], str) or not op["name"]:
+            raise OpError("name must be a nonempty string")
         amount = op["amount"]
         if type(amount) is not int or amount < 0 or amount > canonical.SAFE_INTEGER:
             raise OpError("amount must be a nonnegative safe integer (0 to 2**53-1; no strings, no fractions)")
     if kind == "notes":
         if name == "note":
-            _nonempty(op, "subject", SUBJECT_MAX)
-            _nonempty(op, "note", NOTE_MAX)
+            _nonempty(op, "subject", SUBJECT_MAX, in_bytes=True)
+            _nonempty(op, "note", NOTE_MAX, in_bytes=True)
             _nonempty(op, "reason", REASON_MAX)
             cites = op["citations"]
             if not isinstance(cites, list) or not 1 <= len(cites) <= CITATIONS_MAX:
@@ -255,7 +264,7 @@ def validate(ledger: Ledger, op: object, *, trusted: bool = False) -> dict:
             for i, citation in enumerate(cites):
                 check_citation(citation, f"citations[{i}]")
         else:
-            _nonempty(op, "note_id", NOTE_ID_MAX)
+            _nonempty(op, "note_id", NOTE_ID_MAX, in_bytes=True)
             if op["vote"] not in ("up", "down"):
                 raise OpError('vote must be "up" or "down"')
             if "reason" in op:
@@ -303,14 +312,21 @@ def apply(ledger: Ledger, op: dict, record_id: str, timestamp: str, sha: str, st
             state.add_vote(record_id, op, timestamp)
 
 
+def _cell(row: dict) -> dict:
+    """A table row that fits one replay cell (gh-aw: at most 64 KiB of canonical JSON)."""
+    if len(canonical.dumps(row).encode("utf-8", "surrogatepass")) > CELL_MAX:
+        raise OpError(f"the row is larger than one replay cell ({CELL_MAX} bytes of canonical JSON)")
+    return row
+
+
 def _apply_table(ledger: Ledger, op: dict, name: str, state: State) -> None:
     if name == "insert":
         key = op["value"][ledger.key]
         if state.get(key) is not None:
             raise OpError(f"table key {key!r} already exists; use update or upsert")
-        state.put(key, op["value"])
+        state.put(key, _cell(op["value"]))
     elif name == "upsert":
-        state.put(op["value"][ledger.key], op["value"])
+        state.put(op["value"][ledger.key], _cell(op["value"]))
     elif name == "delete":
         state.delete(op["key"])
     else:
@@ -319,4 +335,5 @@ def _apply_table(ledger: Ledger, op: dict, name: str, state: State) -> None:
             raise OpError(f"table key {op['key']!r} does not exist; insert it first")
         merged = {**row, **op["patch"]}  # type: ignore[dict-item]
         _schema_check(ledger, merged, "the updated row")
+        _cell(merged)
         state.put(op["key"], merged)

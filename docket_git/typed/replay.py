@@ -214,14 +214,96 @@ class SqlState:
         )
 
 
-def step(ledger: Ledger, record: envelope.Record, state: ops.State) -> None:
-    """Validate and apply one record's operation; raises ``ops.OpError``."""
-    op = ops.validate(ledger, record.payload, trusted=True)
-    if ledger.type is None:
-        return
-    if record.type != op["operation"]:
+#: The envelope type gh-aw's persistence job gives every record; the operation is in the payload.
+GH_AW_TYPE = "ledger_append"
+
+
+def operation_of(ledger: Ledger, record: envelope.Record) -> tuple[dict, str]:
+    """The record's validated operation and its record ID; raises ``ops.OpError``.
+
+    Two record formats hold an operation. docket's: the envelope ``type`` is the operation's name
+    and the envelope ``id`` the record ID. gh-aw's: ``type`` is ``ledger_append``, and for every
+    ledger but notes the payload carries the deterministic record ID as ``id`` beside the operation
+    (a notes payload must not: there the envelope ``id`` is the record ID). See docs/typed-ledgers.md.
+    """
+    payload, rid = record.payload, record.id
+    if record.type == GH_AW_TYPE and isinstance(payload, dict) and "id" in payload:
+        if ledger.type == "notes":
+            raise ops.OpError("a notes payload must not duplicate the envelope ID (gh-aw's rule)")
+        rid = payload["id"]
+        if not isinstance(rid, str) or not rid.strip() or len(rid.encode("utf-8")) > ops.NOTE_ID_MAX:
+            raise ops.OpError(f"the payload id must be a nonempty string of at most {ops.NOTE_ID_MAX} bytes")
+        payload = {k: v for k, v in payload.items() if k != "id"}
+    op = ops.validate(ledger, payload, trusted=True)
+    if ledger.type is not None and record.type not in (GH_AW_TYPE, op["operation"]):
         raise ops.OpError(f"the record type {record.type!r} differs from its operation {op['operation']!r}")
-    ops.apply(ledger, op, record.id, record.timestamp, record.sha, state)
+    return op, rid
+
+
+def _is_vote(record: envelope.Record) -> bool:
+    payload = record.payload
+    return record.type == "vote" or (
+        record.type == GH_AW_TYPE and isinstance(payload, dict) and payload.get("operation") == "vote"
+    )
+
+
+def step(ledger: Ledger, record: envelope.Record, state: ops.State) -> dict:
+    """Validate and apply one record's operation; raises ``ops.OpError``."""
+    op, rid = operation_of(ledger, record)
+    if ledger.type is not None:
+        ops.apply(ledger, op, rid, record.timestamp, record.sha, state)
+    return op
+
+
+class _LostInserts:
+    """Table keys a branch inserted after another branch had: that branch's later updates and deletes.
+
+    Two branches that each insert key K merge into a history where the first insert in replay order
+    wins and the other is skipped. An ``update`` or ``delete`` of K written on the losing branch (its
+    history holds the skipped insert but not the winning one) meant the row its branch inserted, so
+    it is skipped too, not applied to the winner's row. A record written after the merge sees both
+    inserts and applies.
+    """
+
+    def __init__(self, ordered: list[envelope.Record]) -> None:
+        self.present = {r.sha: r for r in ordered}
+        self.inserted_by: dict[str, str] = {}  # key -> the sha whose insert or upsert made its current row
+        self.lost_by: dict[str, frozenset] = {}  # sha -> keys whose insert its history lost
+
+    def check(self, record: envelope.Record, lost: frozenset) -> None:
+        payload = record.payload
+        if not lost or not isinstance(payload, dict) or payload.get("operation") not in ("update", "delete"):
+            return
+        key = payload.get("key")
+        if key in lost and not self._sees(record, self.inserted_by.get(key)):
+            raise ops.OpError(
+                f"table key {key!r}: this branch's insert of it was skipped (another branch inserted it first), "
+                f"so its {payload['operation']} is skipped too"
+            )
+
+    def _sees(self, record: envelope.Record, target: str | None) -> bool:
+        """target is record's ancestor (a walk up its parents: only ever for a losing branch's update)."""
+        todo, seen = list(record.parents), set()
+        while todo:
+            sha = todo.pop()
+            if sha == target:
+                return True
+            if sha not in seen and sha in self.present:
+                seen.add(sha)
+                todo.extend(self.present[sha].parents)
+        return False
+
+    def done(self, record: envelope.Record, lost: frozenset, op: dict | None, key_field: str) -> None:
+        payload = record.payload if op is None else op
+        if isinstance(payload, dict) and payload.get("operation") in ("insert", "upsert"):
+            value = payload.get("value")
+            if isinstance(value, dict) and isinstance(value.get(key_field), str):
+                if op is not None:
+                    self.inserted_by[value[key_field]] = record.sha
+                elif payload["operation"] == "insert":
+                    lost |= {value[key_field]}
+        if lost:
+            self.lost_by[record.sha] = lost
 
 
 def replay(ledger: Ledger, data: bytes) -> tuple[list[envelope.Record], MemState, list[envelope.Diagnostic], list[str]]:
@@ -232,22 +314,28 @@ def replay(ledger: Ledger, data: bytes) -> tuple[list[envelope.Record], MemState
     state = MemState()
     if ledger.type == "notes":
         # Notes first, then votes, so a vote never fails merely because it sorts before its note.
-        passes = [[r for r in ordered if r.type != "vote"], [r for r in ordered if r.type == "vote"]]
+        votes = [_is_vote(r) for r in ordered]
+        passes = [
+            [r for r, v in zip(ordered, votes, strict=True) if not v],
+            [r for r, v in zip(ordered, votes, strict=True) if v],
+        ]
     else:
         passes = [ordered]
-    validate, apply, typed = ops.validate, ops.apply, ledger.type is not None  # step(), inlined: once per record
+    inserts = _LostInserts(ordered) if ledger.type == "table" else None
+    lost: frozenset = frozenset()
     for batch in passes:
         for record in batch:
+            op = None
+            if inserts is not None and inserts.lost_by:
+                lost = frozenset().union(*[inserts.lost_by.get(p, ()) for p in record.parents])
             try:
-                op = validate(ledger, record.payload, trusted=True)
-                if typed:
-                    if record.type != op["operation"]:
-                        raise ops.OpError(
-                            f"the record type {record.type!r} differs from its operation {op['operation']!r}"
-                        )
-                    apply(ledger, op, record.id, record.timestamp, record.sha, state)
+                if lost:
+                    inserts.check(record, lost)  # type: ignore[union-attr]
+                op = step(ledger, record, state)
             except ops.OpError as exc:
                 diagnostics.append(envelope.Diagnostic("invalid-operation", record.line, record.id, f"{exc}; skipped"))
+            if inserts is not None:
+                inserts.done(record, lost, op, ledger.key or "")
     return ordered, state, diagnostics, heads
 
 
@@ -322,8 +410,10 @@ def extend(ledger: Ledger) -> callable:
     """A ``db.Extend``: apply appended lines when each follows exactly the current heads, else ask for a rebuild."""
 
     def _extend(conn: sqlite3.Connection, data: bytes, start: int) -> bool:
-        if ledger.type == "notes" and conn.execute("SELECT 1 FROM diagnostics LIMIT 1").fetchone():
-            return False  # a new note could revive a skipped vote: only a full replay decides
+        if ledger.type in ("notes", "table") and conn.execute("SELECT 1 FROM diagnostics LIMIT 1").fetchone():
+            # A new note could revive a skipped vote, an update could follow a skipped insert
+            # (step's lost keys): only a full replay decides.
+            return False
         tail = data[start:]
         if (start and not data[:start].endswith(b"\n")) or not tail.endswith(b"\n"):
             return False
