@@ -149,8 +149,12 @@ def settle(ours_tail: Sequence[dict], theirs_new: Sequence[dict], top: int) -> t
     asked = _asked([*ours_tail, *theirs_new])
     questions: list[dict] = []
     found: list[Contradiction] = []
+    by_choice: dict[str, list[dict]] = {}  # pairs by lookup, never all ours x theirs (tails can be long)
+    for incoming in theirs:
+        by_choice.setdefault(_norm(incoming.get("choice", "")), []).append(incoming)
     for here in ours:
-        for incoming in theirs:
+        rejected = dict.fromkeys(_norm(a) for a in here.get("alternatives") or ())
+        for incoming in (i for alt in rejected for i in by_choice.get(alt, ())):
             if not contradict(here, incoming):
                 continue
             scope = shared_scope(here.get("scope") or (), incoming.get("scope") or ())
