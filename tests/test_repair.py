@@ -91,6 +91,9 @@ def test_resolve_conflict_and_writers_point_to_repair(team):
     assert resolve.code == 1 and "docket repair" in resolve.err
     claim = alice.docket("claim", "more")
     assert claim.code == 1 and "docket repair" in claim.err
+    check = alice.docket("check")
+    assert check.code == 1 and "rebuild it with 'docket repair'" in check.out
+    assert "answering from" not in check.err  # check reads the broken ledger itself, not a stand-in
     assert alice.ledger.read_bytes() == before
 
 

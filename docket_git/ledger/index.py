@@ -57,7 +57,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from docket_git.digest import constructor as sha256_for
-from docket_git.errors import LedgerError, notice
+from docket_git.errors import LedgerError, notice, withdraw
 from docket_git.ledger import canonical, db, jsonl, model, project, recording, store, validate
 from docket_git.ledger.validate import Index as Known
 from docket_git.repo import files
@@ -2055,6 +2055,10 @@ def parse(ledger: Path, data: bytes, *, records: bool = True, ix: Index | None =
     try:
         own = open_index(ledger)
     except LedgerError:
+        return store.parse(ledger, data, records=records)
+    if own.note:  # a stand-in for a ledger committed broken (``broken.stand_in``): validate every line
+        withdraw(own.note)
+        own.close()
         return store.parse(ledger, data, records=records)
     try:
         return _parse_over(own, ledger, data, records)
