@@ -168,3 +168,14 @@ def test_the_merging_page_repair_section_runs(team):
         )
         actual = proc.stdout.decode().splitlines()
         assert proc.returncode == 0 and matches(ex.expected, actual), (ex.command, ex.expected, actual)
+
+
+def test_a_fresh_clone_of_the_broken_commit_still_gets_a_briefing(team, tmp_path: Path):
+    _, _, origin = team
+    carol = clone(origin, tmp_path / "carol", team[0].env, init=True)  # no ledger index yet in this clone
+    payload = {"session_id": "s-c", "cwd": str(carol.path), "source": "startup"}
+    hook = carol.docket("hook", "session-start", input=json.dumps(payload))
+    assert hook.code == 0, hook.err
+    text = json.loads(hook.out)["hookSpecificOutput"]["additionalContext"]
+    assert text.startswith("# .docket/ledger.jsonl was committed broken") and "docket repair" in text
+    assert "dave's call" in text
