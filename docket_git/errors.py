@@ -44,6 +44,12 @@ def notice(message: str) -> None:
     _notices.append(message)
 
 
+def withdraw(message: str) -> None:
+    """Forget a queued notice (its caller said it another way, e.g. in a briefing's text)."""
+    while message in _notices:
+        _notices.remove(message)
+
+
 def flush_notices() -> None:
     """Print the queued notices on stderr (each once) and forget them."""
     while _notices:

@@ -38,6 +38,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "docket sql --schema",
     ),
     "resolve-conflict": ("docket resolve-conflict --dry-run", "docket resolve-conflict"),
+    "repair": ("docket repair --dry-run", "docket repair"),
     "session init": ("docket session init --system agsy --workflow audit --project billing --steps 0,1,2",),
     "session write": (
         'docket session write --step 1 --agent planner --status completed --input "the brief" --output @plan.json',

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 WHERE_HELP = (
     "Search: words, kind: state: author: branch: scope:PATH after: before: "
-    "is:blocked|retired|pinned|resolved|open|conflict, -negation (docs/commands.md)."
+    "is:blocked|retired|pinned|resolved|open|conflict|contested, -negation (docs/commands.md)."
 )
 
 COMMAND = Command(

@@ -89,6 +89,12 @@ def check(
         typer.echo(f"docket: {path} reads cleanly, {count} record{'s' if count != 1 else ''}")
         raise typer.Exit(_check_sessions())
     code = check_bytes(path, data)
+    if code:
+        from docket_git.ledger import broken
+
+        found = broken.committed_break(path, data)
+        if found is not None:
+            typer.echo(f"docket: {found[2].what(found[1])}; rebuild it with '{broken.COMMAND}'")
     raise typer.Exit(max(code, _check_sessions()))
 
 
@@ -155,6 +161,11 @@ def _check_staged(against: str | None) -> int:
                 err=True,
             )
     fault = staged.append_only_fault(parents, data, rel) or (against is None and staged.merge_fault(root, rel, data))
+    if fault and against is None and len(parents) == 1:
+        from docket_git.merging import repair
+
+        if repair.accepts(root, rel, data, committed):  # HEAD's ledger was committed broken: its repair may replace it
+            fault = None
     if fault:
         typer.echo(f"docket: {fault}", err=True)
         code = 1

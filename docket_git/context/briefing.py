@@ -17,6 +17,7 @@ from docket_git.context import config, delta, scope
 from docket_git.context.outline import Lines, Outline
 from docket_git.context.render import Meta
 from docket_git.context.select import Request, check_max_chars, select, select_outline
+from docket_git.errors import withdraw
 from docket_git.ledger import canonical, index, model, store
 from docket_git.plain import Plain
 
@@ -138,7 +139,14 @@ def build_briefing(
         check_max_chars(max_chars, settings)
     if defer_index and since is None and index.first_use(path):
         with store.gc_paused():
-            snapshot = store.read(path)
+            try:
+                snapshot = store.read(path)
+            except store.LedgerError:
+                snapshot = None  # unreadable: the indexed read below says why, or reads a stand-in
+    else:
+        snapshot = None
+    if snapshot is not None:
+        with store.gc_paused():
             index.build_later(path)
             if not snapshot.records:
                 return Briefing("")
@@ -157,17 +165,22 @@ def build_briefing(
             )
     # A briefing builds many short-lived, acyclic objects: no cyclic GC while it runs.
     with store.gc_paused(), index.opened(path) as ix:
-        return _brief(
+        # A stand-in for a ledger committed broken (ledger.broken): the briefing says so in its first line.
+        head = f"# {ix.note}\n" if ix.note else ""
+        withdraw(ix.note)
+        briefing = _brief(
             ix,
             settings,
             identity_of(path),
             query=query,
             files=files,
-            max_chars=max_chars,
+            max_chars=max_chars - len(head) if max_chars is not None else None,
             all_records=all_records,
             auto_scope=auto_scope,
             since=since,
         )
+        briefing.text = head + briefing.text
+        return briefing
 
 
 def _brief(

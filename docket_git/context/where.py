@@ -6,7 +6,7 @@
     -kind:claim  -redis           a leading - negates a term
     scope:src/billing/cache.py    records whose scope covers the path (exact, directory, glob)
     after:2026-01-01 before:2026-02-01   recorded strictly after / before that day
-    is:blocked|retired|pinned|resolved|open|conflict
+    is:blocked|retired|pinned|resolved|open|conflict|contested
 
 Matching is case-insensitive (Unicode casefolding, like ``list --find``).
 Everything a user types reaches SQLite as a bound parameter, never as SQL.
@@ -15,6 +15,7 @@ Everything a user types reaches SQLite as a bound parameter, never as SQL.
 from __future__ import annotations
 
 import datetime
+import json
 import sqlite3
 from dataclasses import dataclass
 
@@ -24,7 +25,7 @@ from docket_git.ledger import model
 from docket_git.merging.rebase import MERGE_AUTHOR
 
 FIELDS = ("kind", "state", "author", "branch", "scope", "after", "before", "is")
-IS_VALUES = ("blocked", "retired", "pinned", "resolved", "open", "conflict")
+IS_VALUES = ("blocked", "retired", "pinned", "resolved", "open", "conflict", "contested")
 _COVER_WEIGHTS = {"scope_exact": 3, "scope_glob": 2, "scope_prefix": 1}
 
 _IS_SQL = {
@@ -34,6 +35,12 @@ _IS_SQL = {
     "resolved": "(state = 'resolved')",
     "open": "(state = 'open')",
     "conflict": f"(kind = 'question' AND state = 'open' AND retired_by = '' AND author = '{MERGE_AUTHOR}')",
+    # Current records an open merge question names (a contradiction, or a both-supersede conflict).
+    "contested": (
+        "(kind != 'question' AND retired_by = '' AND id IN (SELECT j.value FROM records q,"
+        " json_each(docket_ids(q.text)) j WHERE q.kind = 'question' AND q.state = 'open'"
+        f" AND q.retired_by = '' AND q.author = '{MERGE_AUTHOR}'))"
+    ),
 }
 
 
@@ -203,11 +210,16 @@ def _covers(scope: str, path: str) -> bool:
     return scopes.strength([path], scopes.normalize(scope), _COVER_WEIGHTS) > 0
 
 
+def _ids(text: str | None) -> str:
+    return json.dumps([m.group(0) for m in model.ID_TOKEN_RE.finditer(text or "")])
+
+
 def install(conn: sqlite3.Connection) -> None:
-    """Register the functions compiled queries call (``docket_has``, ``docket_same``, ``docket_covers``)."""
+    """Register the functions compiled queries call (``docket_has``, ``docket_same``, ``docket_covers``, ``docket_ids``)."""
     conn.create_function("docket_has", 2, _has, deterministic=True)
     conn.create_function("docket_same", 2, _same, deterministic=True)
     conn.create_function("docket_covers", 2, _covers, deterministic=True)
+    conn.create_function("docket_ids", 1, _ids, deterministic=True)
 
 
 def matching(conn: sqlite3.Connection, query: Query, *, retired: bool) -> list[str]:

@@ -57,7 +57,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from docket_git.digest import constructor as sha256_for
-from docket_git.errors import LedgerError, notice
+from docket_git.errors import LedgerError, notice, withdraw
 from docket_git.ledger import canonical, db, jsonl, model, project, recording, store, validate
 from docket_git.ledger.validate import Index as Known
 from docket_git.repo import files
@@ -260,7 +260,7 @@ def scope_kind(scope: str) -> str:
 class Index:
     """An index proven current for one ledger: a connection, and where it lives (None: in memory)."""
 
-    __slots__ = ("_fd", "conn", "data", "how", "ledger", "path")
+    __slots__ = ("_fd", "conn", "data", "how", "ledger", "note", "path")
 
     def __init__(
         self, conn: sqlite3.Connection, ledger: Path, path: Path | None, how: str = "current", data: bytes | None = None
@@ -274,6 +274,8 @@ class Index:
         self.data = data
         #: The ledger opened for reading single lines (``records_of``), once per index.
         self._fd: int | None = None
+        #: Why this index is not of the ledger asked for (a stand-in for a broken one), "" when it is.
+        self.note = ""
 
     def close(self) -> None:
         self.conn.close()
@@ -426,7 +428,18 @@ def open_index(ledger: Path) -> Index:
     # Not provably current: read the bytes under the ledger's shared lock (so no docket writer is
     # halfway through a batch), then bring the index to them under its own lock.
     stat, data = _locked_read(ledger)
-    return _for_bytes(ledger, target, data, stat)
+    try:
+        return _for_bytes(ledger, target, data, stat)
+    except LedgerError:
+        from docket_git.ledger import broken
+
+        found = broken.stand_in(ledger, data)  # HEAD's ledger was committed broken: read the last good one
+        if found is None:
+            raise
+        notice(found[1])
+        stand_in = open_index(found[0])
+        stand_in.note = found[1]
+        return stand_in
 
 
 def _locked_read(ledger: Path) -> tuple[tuple[int, int, int, int], bytes]:
@@ -2042,6 +2055,10 @@ def parse(ledger: Path, data: bytes, *, records: bool = True, ix: Index | None =
     try:
         own = open_index(ledger)
     except LedgerError:
+        return store.parse(ledger, data, records=records)
+    if own.note:  # a stand-in for a ledger committed broken (``broken.stand_in``): validate every line
+        withdraw(own.note)
+        own.close()
         return store.parse(ledger, data, records=records)
     try:
         return _parse_over(own, ledger, data, records)

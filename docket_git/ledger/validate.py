@@ -18,7 +18,8 @@ LEGACY_MESSAGE = "legacy format is unsupported; run 'docket migrate' to convert 
 CONFLICT_MARKERS = (b"<<<<<<<", b"=======", b">>>>>>>", b"|||||||")
 CONFLICT_MESSAGE = (
     "git conflict marker: a merge, rebase or cherry-pick left this ledger conflicted (git printed why). "
-    "Run 'docket resolve-conflict': it merges both sides as the merge driver does, or says why it cannot"
+    "Run 'docket resolve-conflict': it merges both sides as the merge driver does, or says why it cannot "
+    "(if the markers were committed, run 'docket repair')"
 )
 CRLF_MESSAGE = (
     "the line ends with CR LF; ledger lines end with LF only (a CR changes the line's bytes and digest). "

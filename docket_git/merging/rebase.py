@@ -304,35 +304,27 @@ def _asks(record: dict) -> tuple[str, frozenset[str]] | None:
     return (tokens[0], frozenset(tokens[1:3])) if len(tokens) >= 3 else None
 
 
-def _question(conflict: Conflict, here: dict, incoming: dict, qid: str) -> dict:
-    scopes = sorted({*(here.get("scope") or ()), *(incoming.get("scope") or ())})
-    ours, theirs, target = conflict.ours, conflict.theirs, conflict.target
+def merge_question(qid: str, text: str, rationale: str, scope: list[str], ts: str, evidence: list[str]) -> dict:
+    """An open question recorded by a merge (author ``docket-merge``): how every merge asks a person."""
     return model.ordered(
         {
             "schema": model.SCHEMA,
             "kind": "question",
             "id": qid,
-            "text": (
-                f"Both branches superseded {target}: {ours} here and {theirs} from the merged branch. Which one stands?"
-            ),
+            "text": text,
             "state": "open",
             # Deterministic, so merging the other way produces an equal question and finds this one.
-            "ts": max(str(here.get("ts", "")), str(incoming.get("ts", ""))),
+            "ts": ts,
             "author": MERGE_AUTHOR,
             "session": "",
             "branch": "",
-            "scope": scopes,
-            # The two texts make the question tell conflicts apart even with every ID masked.
-            "rationale": (
-                f'{ours} says "{_clip(here.get("text"))}"; {theirs} says "{_clip(incoming.get("text"))}". '
-                f"The merge kept both and dropped {theirs} supersedes {target} so the ledger stays valid. "
-                "Supersede the one that should not stand."
-            ),
+            "scope": scope,
+            "rationale": rationale,
             "supports": [],
             "depends_on": [],
             "answers": [],
             "supersedes": [],
-            "evidence": [{"ref": f"dropped relation: {theirs} supersedes {target}"}],
+            "evidence": [{"ref": ref} for ref in evidence],
             "revisit": "",
             "cost_if_wrong": "",
             "pinned": False,
@@ -340,14 +332,34 @@ def _question(conflict: Conflict, here: dict, incoming: dict, qid: str) -> dict:
     )
 
 
+def _question(conflict: Conflict, here: dict, incoming: dict, qid: str) -> dict:
+    ours, theirs, target = conflict.ours, conflict.theirs, conflict.target
+    return merge_question(
+        qid,
+        f"Both branches superseded {target}: {ours} here and {theirs} from the merged branch. Which one stands?",
+        # The two texts make the question tell conflicts apart even with every ID masked.
+        (
+            f'{ours} says "{_clip(here.get("text"))}"; {theirs} says "{_clip(incoming.get("text"))}". '
+            f"The merge kept both and dropped {theirs} supersedes {target} so the ledger stays valid. "
+            "Supersede the one that should not stand."
+        ),
+        sorted({*(here.get("scope") or ()), *(incoming.get("scope") or ())}),
+        max(str(here.get("ts", "")), str(incoming.get("ts", ""))),
+        [f"dropped relation: {theirs} supersedes {target}"],
+    )
+
+
 def merge(
     base: Sequence, ours: Sequence, theirs: Sequence, *, strict: bool = False
-) -> tuple[list[dict], dict[str, str], list[Conflict]]:
+) -> tuple[list[dict], dict[str, str], list]:
     """Merge theirs into ours: (records to append to ours, theirs' ID -> new ID, conflicts settled).
 
+    The conflicts are ``Conflict``s (both sides superseded one record) and
+    ``contested.Contradiction``s (two adopted decisions from different sides
+    each choose what the other rejected); each got an open question.
     ``base`` is the common ancestor (empty when unknown); its records that
     ours no longer has are not re-imported. Raises ``MergeRefused`` when a
-    record cannot be placed, or on a both-supersede conflict when strict.
+    record cannot be placed, or on either kind of conflict when strict.
     Inputs are valid ledgers; ``ValueError`` from a ``RawLedger`` line passes through.
     """
     shared = common_prefix(ours, theirs)
@@ -418,7 +430,13 @@ def merge(
         top += 1
         conflict.question = question["id"]
         tail.append(question)
-    return tail, moved, [c for c, _, _ in conflicts]
+    from docket_git.merging import contested
+
+    questions, contradictions = contested.settle(ours_tail, tail, top)
+    if contradictions and strict:
+        raise MergeRefused(contradictions[0].refusal())
+    tail.extend(questions)
+    return tail, moved, [*(c for c, _, _ in conflicts), *contradictions]
 
 
 def match(records: Sequence, pool: Sequence, mapping: dict[str, str] | None = None) -> dict[str, str]:
