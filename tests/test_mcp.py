@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tomllib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
+from docket_git.agents import mcp_config
 from docket_git.cli import mcp_tools
 from docket_git.typed import ops
 from tests.conftest import DOCKET, Repo
@@ -280,3 +282,73 @@ def test_repo_option_and_outside_a_repository(tmp_path: Path, typed: Repo) -> No
     result = subprocess.run([DOCKET, "mcp"], cwd=elsewhere, env=typed.env, capture_output=True, text=True, input="")
     assert result.returncode == 1
     assert result.stderr.startswith("docket: ") and "--repo PATH" in result.stderr
+
+
+ALL_AGENTS = "claude,codex,gemini,copilot,cursor"
+
+
+def test_init_registers_the_server_in_every_agent_idempotently(repo: Repo) -> None:
+    (repo.path / ".mcp.json").write_text('{"mcpServers": {"theirs": {"command": "x"}}, "other": 1}\n')
+    (repo.path / ".codex").mkdir()
+    (repo.path / ".codex/config.toml").write_text('model = "o3"\n\n[mcp_servers.fs]\ncommand = "npx"\n')
+    out = repo.ok("init", "--agents", ALL_AGENTS).out
+    for agent in ALL_AGENTS.split(","):
+        assert f"docket: {agent}: {mcp_config.FILES[agent][0]} registered docket mcp" in out
+    claude = json.loads((repo.path / ".mcp.json").read_text())
+    assert claude["other"] == 1 and claude["mcpServers"]["theirs"] == {"command": "x"}
+    assert claude["mcpServers"]["docket"]["type"] == "stdio"
+    codex = tomllib.loads((repo.path / ".codex/config.toml").read_text())
+    assert codex["model"] == "o3" and codex["mcp_servers"]["fs"] == {"command": "npx"}
+    assert codex["mcp_servers"]["docket"]["command"] == "sh"
+    gemini = json.loads((repo.path / ".gemini/settings.json").read_text())
+    assert "hooks" in gemini and gemini["mcpServers"]["docket"]["args"][0] == "-c"
+    assert json.loads((repo.path / ".github/mcp.json").read_text())["mcpServers"]["docket"]["tools"] == ["*"]
+    assert "docket" in json.loads((repo.path / ".cursor/mcp.json").read_text())["mcpServers"]
+    before = snapshot(repo.path)
+    again = repo.ok("init", "--agents", ALL_AGENTS).out
+    assert again.count("already starts docket mcp") == 5
+    assert snapshot(repo.path) == before
+    doctor = repo.docket("doctor").out
+    for agent in ALL_AGENTS.split(","):
+        assert f"docket: ok: {agent} starts docket mcp ({mcp_config.FILES[agent][0]})" in doctor
+
+
+def test_the_registered_command_serves_without_docket_on_path(repo: Repo) -> None:
+    repo.ok("init", "--agents", "cursor")
+    entry = json.loads((repo.path / ".cursor/mcp.json").read_text())["mcpServers"]["docket"]
+    env = {**repo.env, "PATH": "/usr/bin:/bin"}
+
+    async def main() -> str:
+        params = StdioServerParameters(command=entry["command"], args=entry["args"], cwd=str(repo.path), env=env)
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            return (await call(client, "docket_sql", {"sql": "SELECT count(*) AS n FROM records"}))[1]
+
+    assert json.loads(anyio.run(main)) == [{"n": 0}]
+
+
+def test_a_stale_entry_is_updated_and_a_foreign_one_kept(repo: Repo) -> None:
+    stale = mcp_config.wanted("cursor", "/nonexistent/python -I -m docket_git")
+    (repo.path / ".cursor").mkdir()
+    (repo.path / ".cursor/mcp.json").write_text(json.dumps({"mcpServers": {"docket": stale}}))
+    (repo.path / ".mcp.json").write_text(json.dumps({"mcpServers": {"docket": {"command": "my-docket"}}}))
+    env = {**repo.env, "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run(
+        [DOCKET, "init", "--agents", "claude,cursor"], cwd=repo.path, env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "cursor: .cursor/mcp.json updated its docket mcp entry" in proc.stdout
+    assert "claude: .mcp.json has a server named 'docket' of its own; left it alone" in proc.stdout
+    assert json.loads((repo.path / ".cursor/mcp.json").read_text())["mcpServers"]["docket"] == mcp_config.wanted(
+        "cursor"
+    )
+    assert json.loads((repo.path / ".mcp.json").read_text())["mcpServers"]["docket"] == {"command": "my-docket"}
+
+
+def test_init_never_writes_through_a_link(repo: Repo, tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere.json"
+    target.write_text("{}\n")
+    (repo.path / ".mcp.json").symlink_to(target)
+    result = repo.docket("init", "--agents", "claude")
+    assert result.code == 1 and "symbolic link" in result.err and "Traceback" not in result.err
+    assert target.read_text() == "{}\n"
