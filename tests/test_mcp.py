@@ -352,3 +352,15 @@ def test_init_never_writes_through_a_link(repo: Repo, tmp_path: Path) -> None:
     result = repo.docket("init", "--agents", "claude")
     assert result.code == 1 and "symbolic link" in result.err and "Traceback" not in result.err
     assert target.read_text() == "{}\n"
+
+
+def test_a_long_answer_is_cut_with_a_note(repo: Repo) -> None:
+    sql = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000) SELECT i FROM n"
+
+    async def script(client: ClientSession) -> str:
+        return (await call(client, "docket_sql", {"sql": sql}))[1]
+
+    text = session(repo.path, repo.env, script)
+    body, note = text.rsplit("\n", 1)
+    assert len(body) <= mcp_tools.MAX_TEXT
+    assert note.startswith("docket: output cut at ") and "narrow the call" in note

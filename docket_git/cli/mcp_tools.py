@@ -185,6 +185,10 @@ def instructions(root: Path) -> str:
     return "\n".join(out)
 
 
+#: The most text a tool returns: agents cut or refuse longer tool output (Claude Code warns past 25,000 tokens).
+MAX_TEXT = 60_000
+
+
 class Result:
     """A tool call's outcome: the text, structured content (or None), and whether it is an error."""
 
@@ -201,7 +205,13 @@ def _captured(run: Callable[[], object]) -> Result:
         code = guarded(run)
     if code:
         return Result(err.getvalue().strip() or f"docket: failed (exit {code})", error=True)
-    return Result((out.getvalue() + err.getvalue()).strip())
+    text = (out.getvalue() + err.getvalue()).strip()
+    if len(text) > MAX_TEXT:
+        cut = text.rfind("\n", 0, MAX_TEXT) + 1 or MAX_TEXT
+        text = (
+            f"{text[:cut]}\ndocket: output cut at {cut} of {len(text)} characters; narrow the call (where, kind, LIMIT)"
+        )
+    return Result(text)
 
 
 def _check_arguments(name: str, arguments: dict) -> None:
