@@ -109,6 +109,7 @@ def test_every_tool_over_stdio(typed: Repo) -> None:
         out["show"] = await call(client, "docket_show", {"id": "d2"})
         out["sql"] = await call(client, "docket_sql", {"sql": "SELECT id FROM records ORDER BY id"})
         out["schema"] = await call(client, "docket_sql", {"schema": True})
+        out["gemini"] = await call(client, "docket_sql", {"sql": "SELECT 1 AS one", "wait_for_previous": True})
         return out
 
     out = session(typed.path, typed.env, script)
@@ -142,6 +143,9 @@ def test_every_tool_over_stdio(typed: Repo) -> None:
     assert out["list"][1].startswith("q1  resolved  Which cache?")
     assert "Answers: q1 (Which cache?)" in out["show"][1]
     assert json.loads(out["sql"][1]) == [{"id": "d2"}, {"id": "q1"}]
+    assert out["sql"][2] == {"rows": [{"id": "d2"}, {"id": "q1"}]}  # an object, as MCP asks
+    assert out["state"][2] == {"rows": [{"name": "runs", "value": 2}]}
+    assert out["gemini"][2] == {"rows": [{"one": 1}]}  # the argument Gemini CLI adds is dropped
     assert "CREATE TABLE records" in out["schema"][1]
     for key in out:
         if key not in ("init", "tools"):

@@ -429,6 +429,28 @@ def test_gemini_works_without_docket(bare_repo: Repo) -> None:
     assert (repo.path / "src" / "pay" / "log.txt").read_text() == "ok\n"
 
 
+def test_gemini_writes_through_docket_mcp(bare_repo: Repo) -> None:
+    """Gemini calls the server init registered in .gemini/settings.json (tools named mcp_docket_*)."""
+    exe = agent_path("gemini")
+    repo = wired(bare_repo, "gemini")
+    record = {"records": [{"kind": "claim", "text": "charge is idempotent", "scope": ["src/pay/"]}]}
+    script = [
+        Turn(calls=(Call("mcp_docket_docket_record", record),)),
+        # Gemini adds wait_for_previous to every tool and passes it on; the server drops it.
+        Turn(calls=(Call("mcp_docket_docket_sql", {"sql": "SELECT id FROM records", "wait_for_previous": True}),)),
+        Turn(text="all done"),
+    ]
+    with FakeModel(script) as model:
+        gemini_run(exe, repo, model)
+    offered = {f["name"] for t in main_requests(model)[0].body["tools"] for f in t.get("functionDeclarations", [])}
+    assert {"mcp_docket_docket_record", "mcp_docket_docket_sql", "mcp_docket_ledger_note_add"} <= offered
+    assert [r["text"] for r in repo.records()][-1] == "charge is idempotent"
+    contents = main_requests(model)[-1].body["contents"]
+    answers = [json.dumps(p["functionResponse"]) for c in contents for p in c["parts"] if "functionResponse" in p]
+    assert "c2  unassessed  charge is idempotent" in answers[0]
+    assert '\\"id\\": \\"c2\\"' in answers[1] and "error" not in answers[1]
+
+
 # -- GitHub Copilot CLI --------------------------------------------------------------------------------
 
 

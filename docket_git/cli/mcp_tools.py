@@ -256,9 +256,13 @@ def _ledger_write(root: Path, tool: str, args: dict) -> dict:
     return _persist(root, name, ltype, {"operation": operation, **args})
 
 
+#: Arguments a client adds to every tool's schema and passes on: Gemini CLI 0.61.0's ``wait_for_previous``.
+CLIENT_ARGUMENTS = frozenset({"wait_for_previous"})
+
+
 def call(root: Path, tool: str, arguments: dict[str, Any] | None) -> Result:
     """Run one tool on the repository at root (the process's working directory)."""
-    args = dict(arguments or {})
+    args = {k: v for k, v in (arguments or {}).items() if k not in CLIENT_ARGUMENTS}
     if tool not in TOOLS:
         return Result(f"docket: unknown tool {tool!r}; the tools are {', '.join(TOOLS)}", error=True)
     try:
@@ -271,7 +275,13 @@ def call(root: Path, tool: str, arguments: dict[str, Any] | None) -> Result:
         if outcome.error:
             return outcome
         return Result(json.dumps(written[0]), written[0])
-    return _captured(lambda: _READERS[tool](args))
+    result = _captured(lambda: _READERS[tool](args))
+    if tool in ("docket_sql", "ledger_query") and not result.error and result.text.startswith("["):
+        # Rows as structured content too: MCP wants an object there, and a client that finds none parses the
+        # text instead (Gemini CLI 0.61.0), refusing the JSON array it gets.
+        with contextlib.suppress(ValueError):
+            result.structured = {"rows": json.loads(result.text)}
+    return result
 
 
 def _values(command: Any, **given: Any) -> dict[str, Any]:
