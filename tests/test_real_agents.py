@@ -548,3 +548,44 @@ def test_copilot_in_a_repository_also_wired_for_claude_briefs_once(bare_repo: Re
         copilot_run(exe, repo, model)
     assert main_requests(model)[0].raw.count(BRIEFING) == 1
     assert repo.ledger.read_bytes() == before
+
+
+def test_copilot_writes_through_docket_mcp(bare_repo: Repo) -> None:
+    """Copilot loads the server init registered in .github/mcp.json (tools named docket-*), in a trusted folder."""
+    exe = agent_path("copilot")
+    repo = wired(bare_repo, "copilot")
+    with (repo.path / ".docket" / "config.toml").open("a") as config:
+        config.write('\n[ledgers.knowledge]\ntype = "notes"\n')
+    (repo.path / "src" / "pay" / "api.py").write_text("def charge():\n    return key\n")
+    note = {
+        "subject": "charge",
+        "note": "charge returns the idempotency key",
+        "reason": "read it",
+        "citations": [{"type": "repository", "path": "src/pay/api.py", "start_line": 1}],
+    }
+    record = {"records": [{"kind": "claim", "text": "charge is idempotent", "scope": ["src/pay/"]}]}
+    script = [
+        Turn(calls=(Call("docket-ledger_note_add", note),)),
+        Turn(calls=(Call("docket-docket_record", record),)),
+        Turn(text="all done"),
+    ]
+    with FakeModel(script) as model:
+        env = agent_env(
+            repo,
+            COPILOT_PROVIDER_BASE_URL=model.url,
+            COPILOT_PROVIDER_TYPE="anthropic",
+            COPILOT_PROVIDER_API_KEY="test",
+            COPILOT_MODEL="claude-sonnet-4.5",
+            COPILOT_OFFLINE="true",
+            COPILOT_AUTO_UPDATE="false",
+            # Prompt mode loads a repository's MCP servers only when asked to.
+            GITHUB_COPILOT_PROMPT_MODE_WORKSPACE_MCP="true",
+        )
+        run_agent([exe, "--allow-all-tools", "--trust-folder", "-p", "Record what you learn."], repo, env)
+    offered = {t["name"] for t in main_requests(model)[0].body["tools"]}
+    assert {"docket-ledger_note_add", "docket-docket_record", "docket-docket_context"} <= offered
+    seen = last_text(model)
+    assert "record_id" in seen and "c2  unassessed  charge is idempotent" in seen
+    assert [r["text"] for r in repo.records()][-1] == "charge is idempotent"
+    notes = (repo.path / ".docket" / "ledgers" / "knowledge.jsonl").read_text().splitlines()
+    assert len(notes) == 1 and json.loads(notes[0])["payload"]["note"] == note["note"]
