@@ -304,6 +304,7 @@ def test_init_registers_the_server_in_every_agent_idempotently(repo: Repo) -> No
     codex = tomllib.loads((repo.path / ".codex/config.toml").read_text())
     assert codex["model"] == "o3" and codex["mcp_servers"]["fs"] == {"command": "npx"}
     assert codex["mcp_servers"]["docket"]["command"] == "sh"
+    assert codex["mcp_servers"]["docket"]["startup_timeout_sec"] == 30
     gemini = json.loads((repo.path / ".gemini/settings.json").read_text())
     assert "hooks" in gemini and gemini["mcpServers"]["docket"]["args"][0] == "-c"
     assert json.loads((repo.path / ".github/mcp.json").read_text())["mcpServers"]["docket"]["tools"] == ["*"]

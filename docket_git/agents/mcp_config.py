@@ -25,7 +25,8 @@ SERVER = "docket"
 #: agent -> (project file, its format, the keys the agent wants beside command and args).
 FILES: dict[str, tuple[str, str, dict]] = {
     "claude": (".mcp.json", "json", {"type": "stdio"}),
-    "codex": (".codex/config.toml", "toml", {}),
+    # Codex gives a server 10 s to start by default; loading the MCP SDK can take longer on a busy machine.
+    "codex": (".codex/config.toml", "toml", {"startup_timeout_sec": 30}),
     "gemini": (".gemini/settings.json", "json", {}),
     "copilot": (".github/mcp.json", "json", {"type": "local", "tools": ["*"]}),
     "cursor": (".cursor/mcp.json", "json", {}),
