@@ -348,6 +348,9 @@ def test_a_stale_entry_is_updated_and_a_foreign_one_kept(repo: Repo) -> None:
         "cursor"
     )
     assert json.loads((repo.path / ".mcp.json").read_text())["mcpServers"]["docket"] == {"command": "my-docket"}
+    doctor = subprocess.run([DOCKET, "doctor"], cwd=repo.path, env=env, capture_output=True, text=True).stdout
+    assert "docket: note: claude's .mcp.json has a server named 'docket' that is not docket mcp" in doctor
+    assert "docket: ok: cursor starts docket mcp (.cursor/mcp.json)" in doctor
 
 
 def test_init_never_writes_through_a_link(repo: Repo, tmp_path: Path) -> None:

@@ -151,14 +151,19 @@ def install(agent: str, root: Path, docket: str | None = None) -> tuple[Path, st
     return path, "updated its docket mcp entry" if current is not None else "registered docket mcp"
 
 
-def status(root: Path) -> dict[str, tuple[str, bool] | None]:
-    """For each agent: (its project MCP file, whether the docket entry starts here), or None when absent."""
-    out: dict[str, tuple[str, bool] | None] = {}
+def status(root: Path) -> dict[str, tuple[str, str] | None]:
+    """For each agent: (its project MCP file, "ok", "stale" or "foreign") for a server named docket, or None."""
+    out: dict[str, tuple[str, str] | None] = {}
     for agent, (rel, _, _) in FILES.items():
         path = root / rel
         try:
             current = _servers(agent, _read(path, root), path).get(SERVER)
         except (LedgerError, OSError):
             current = None
-        out[agent] = None if current is None else (rel, runnable(current) or not _ours(current))
+        if current is None:
+            out[agent] = None
+        elif not _ours(current):
+            out[agent] = (rel, "foreign")
+        else:
+            out[agent] = (rel, "ok" if runnable(current) else "stale")
     return out

@@ -80,13 +80,15 @@ def _mcp_lines(root: Path, hooked: dict[str, str | None]) -> None:
     from docket_git.agents import mcp_config
 
     for agent, found in mcp_config.status(root).items():
-        if found is not None and found[1]:
+        if found is not None and found[1] == "ok":
             typer.echo(f"docket: ok: {agent} starts docket mcp ({found[0]})")
-        elif found is not None:
+        elif found is not None and found[1] == "stale":
             typer.echo(
                 f"docket: note: {agent}'s {found[0]} starts docket mcp with an interpreter that is gone and docket "
                 f"is not on PATH; run: docket init --agents {agent}"
             )
+        elif found is not None:
+            typer.echo(f"docket: note: {agent}'s {found[0]} has a server named 'docket' that is not docket mcp")
         elif hooked.get(agent):
             rel = mcp_config.FILES[agent][0]
             typer.echo(f"docket: note: {agent} has no docket MCP server in {rel}; run: docket init --agents {agent}")
