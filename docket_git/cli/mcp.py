@@ -11,10 +11,11 @@ process (another agent, a ``git pull``) wrote is seen on the next call.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from docket_git.cli.spec import Command, Opt
-from docket_git.errors import LedgerError
+from docket_git.errors import LedgerError, warn
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -93,6 +94,8 @@ def run(values: dict[str, Any]) -> None:
         import mcp  # noqa: F401  # the SDK, present or not, before the agent's handshake waits on us
     except ImportError:
         raise LedgerError("docket mcp needs the MCP SDK: pip install 'mcp>=2.3' into docket's environment") from None
+    if sys.stdin.isatty():
+        warn(f"serving {root} over MCP on stdin/stdout; agents start this themselves (docs/mcp.md); Ctrl-D ends it")
     serve(root)
 
 
