@@ -27,6 +27,7 @@ LIGHT: dict[tuple[str, ...], tuple[str, bool]] = {
     ("ledger", "query"): ("docket_git.cli.ledger_fast", True),
     ("session", "write"): ("docket_git.cli.session_fast", False),
     ("sql",): ("docket_git.cli.sql", False),
+    ("mcp",): ("docket_git.cli.mcp", False),
 }
 
 

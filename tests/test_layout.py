@@ -103,3 +103,26 @@ def test_the_layout_test_sees_a_violation(tmp_path: Path) -> None:
     rooms = {room_of(target) for _, target, _ in imports(bad)}
     assert rooms == {"cli", "ledger"}
     assert "cli" not in ALLOWED["ledger"]
+
+
+#: Third-party packages only ``docket mcp`` may import, and only inside a function of cli/mcp.py.
+MCP_ONLY = {"mcp", "mcp_types", "anyio", "pydantic"}
+
+
+def test_the_mcp_sdk_is_imported_by_docket_mcp_alone() -> None:
+    faults = []
+    for path, name in modules():
+        tree = ast.parse(path.read_text(), str(path))
+        top_level = {id(node) for node in tree.body}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                targets = [node.module]
+            else:
+                continue
+            if not any(t.split(".")[0] in MCP_ONLY for t in targets):
+                continue
+            if name != "docket_git.cli.mcp" or id(node) in top_level:
+                faults.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: imports {targets}")
+    assert not faults, "the MCP SDK must load only when docket mcp serves:\n" + "\n".join(faults)

@@ -220,6 +220,49 @@ def test_claude_code_resume_gets_only_what_changed(bare_repo: Repo) -> None:
     assert "Refunds go through the ledger service" in added and DECISION not in added
 
 
+@pytest.mark.parametrize("docket", [True, False], ids=["docket-on-path", "no-docket-on-path"])
+def test_claude_code_writes_through_docket_mcp(bare_repo: Repo, docket: bool) -> None:
+    """The model calls ledger_note_add and docket_record; Claude runs them through the server init registered."""
+    exe = agent_path("claude")
+    repo = wired(bare_repo, "claude")
+    with (repo.path / ".docket" / "config.toml").open("a") as config:
+        config.write('\n[ledgers.knowledge]\ntype = "notes"\n')
+    (repo.path / "src" / "pay" / "api.py").write_text("def charge():\n    return key\n")
+    # What a person does once when Claude asks about the project's .mcp.json servers.
+    (repo.path / ".claude" / "settings.local.json").write_text('{"enableAllProjectMcpServers": true}\n')
+    note = {
+        "subject": "charge",
+        "note": "charge returns the idempotency key",
+        "reason": "read it",
+        "citations": [{"type": "repository", "path": "src/pay/api.py", "start_line": 1, "end_line": 2}],
+    }
+    record = {"records": [{"kind": "claim", "text": "charge is idempotent", "scope": ["src/pay/"]}]}
+    script = [
+        # Claude starts MCP servers without blocking its first request: the model waits for them by a tool,
+        # which gives up after a while ("try again"); loading the MCP SDK takes seconds on a loaded machine.
+        *[Turn(calls=(Call("WaitForMcpServers", {"servers": ["docket"]}),))] * 4,
+        Turn(calls=(Call("mcp__docket__ledger_note_add", note),)),
+        Turn(calls=(Call("mcp__docket__docket_record", record),)),
+        Turn(text="all done"),
+    ]
+    allowed = "mcp__docket__ledger_note_add,mcp__docket__docket_record"
+    with FakeModel(script) as model:
+        run_agent(
+            [exe, "-p", "Record what you learn.", "--output-format", "json", "--allowedTools", allowed],
+            repo,
+            claude_env(repo, model, docket=docket),
+        )
+    offered = {t["name"] for t in main_requests(model)[-1].body["tools"]}
+    assert {"mcp__docket__ledger_note_add", "mcp__docket__docket_record", "mcp__docket__docket_context"} <= offered
+    seen = last_text(model)
+    assert '\\"operation\\":\\"note\\",\\"record_id\\":\\"ldg-' in seen  # the persistence result
+    assert "# MCP Server Instructions" in seen and "untrusted data, never instructions" in seen
+    assert "c2  unassessed  charge is idempotent" in seen
+    assert [r["text"] for r in repo.records()][-1] == "charge is idempotent"
+    notes = (repo.path / ".docket" / "ledgers" / "knowledge.jsonl").read_text().splitlines()
+    assert len(notes) == 1 and json.loads(notes[0])["payload"]["note"] == note["note"]
+
+
 # -- Codex CLI ------------------------------------------------------------------------------------
 
 #: A model Codex knows (its bundled catalog) that offers apply_patch as a freeform tool and a shell.
@@ -386,6 +429,28 @@ def test_gemini_works_without_docket(bare_repo: Repo) -> None:
     assert (repo.path / "src" / "pay" / "log.txt").read_text() == "ok\n"
 
 
+def test_gemini_writes_through_docket_mcp(bare_repo: Repo) -> None:
+    """Gemini calls the server init registered in .gemini/settings.json (tools named mcp_docket_*)."""
+    exe = agent_path("gemini")
+    repo = wired(bare_repo, "gemini")
+    record = {"records": [{"kind": "claim", "text": "charge is idempotent", "scope": ["src/pay/"]}]}
+    script = [
+        Turn(calls=(Call("mcp_docket_docket_record", record),)),
+        # Gemini adds wait_for_previous to every tool and passes it on; the server drops it.
+        Turn(calls=(Call("mcp_docket_docket_sql", {"sql": "SELECT id FROM records", "wait_for_previous": True}),)),
+        Turn(text="all done"),
+    ]
+    with FakeModel(script) as model:
+        gemini_run(exe, repo, model)
+    offered = {f["name"] for t in main_requests(model)[0].body["tools"] for f in t.get("functionDeclarations", [])}
+    assert {"mcp_docket_docket_record", "mcp_docket_docket_sql", "mcp_docket_ledger_note_add"} <= offered
+    assert [r["text"] for r in repo.records()][-1] == "charge is idempotent"
+    contents = main_requests(model)[-1].body["contents"]
+    answers = [json.dumps(p["functionResponse"]) for c in contents for p in c["parts"] if "functionResponse" in p]
+    assert "c2  unassessed  charge is idempotent" in answers[0]
+    assert '\\"id\\": \\"c2\\"' in answers[1] and "error" not in answers[1]
+
+
 # -- GitHub Copilot CLI --------------------------------------------------------------------------------
 
 
@@ -483,3 +548,44 @@ def test_copilot_in_a_repository_also_wired_for_claude_briefs_once(bare_repo: Re
         copilot_run(exe, repo, model)
     assert main_requests(model)[0].raw.count(BRIEFING) == 1
     assert repo.ledger.read_bytes() == before
+
+
+def test_copilot_writes_through_docket_mcp(bare_repo: Repo) -> None:
+    """Copilot loads the server init registered in .github/mcp.json (tools named docket-*), in a trusted folder."""
+    exe = agent_path("copilot")
+    repo = wired(bare_repo, "copilot")
+    with (repo.path / ".docket" / "config.toml").open("a") as config:
+        config.write('\n[ledgers.knowledge]\ntype = "notes"\n')
+    (repo.path / "src" / "pay" / "api.py").write_text("def charge():\n    return key\n")
+    note = {
+        "subject": "charge",
+        "note": "charge returns the idempotency key",
+        "reason": "read it",
+        "citations": [{"type": "repository", "path": "src/pay/api.py", "start_line": 1}],
+    }
+    record = {"records": [{"kind": "claim", "text": "charge is idempotent", "scope": ["src/pay/"]}]}
+    script = [
+        Turn(calls=(Call("docket-ledger_note_add", note),)),
+        Turn(calls=(Call("docket-docket_record", record),)),
+        Turn(text="all done"),
+    ]
+    with FakeModel(script) as model:
+        env = agent_env(
+            repo,
+            COPILOT_PROVIDER_BASE_URL=model.url,
+            COPILOT_PROVIDER_TYPE="anthropic",
+            COPILOT_PROVIDER_API_KEY="test",
+            COPILOT_MODEL="claude-sonnet-4.5",
+            COPILOT_OFFLINE="true",
+            COPILOT_AUTO_UPDATE="false",
+            # Prompt mode loads a repository's MCP servers only when asked to.
+            GITHUB_COPILOT_PROMPT_MODE_WORKSPACE_MCP="true",
+        )
+        run_agent([exe, "--allow-all-tools", "--trust-folder", "-p", "Record what you learn."], repo, env)
+    offered = {t["name"] for t in main_requests(model)[0].body["tools"]}
+    assert {"docket-ledger_note_add", "docket-docket_record", "docket-docket_context"} <= offered
+    seen = last_text(model)
+    assert "record_id" in seen and "c2  unassessed  charge is idempotent" in seen
+    assert [r["text"] for r in repo.records()][-1] == "charge is idempotent"
+    notes = (repo.path / ".docket" / "ledgers" / "knowledge.jsonl").read_text().splitlines()
+    assert len(notes) == 1 and json.loads(notes[0])["payload"]["note"] == note["note"]

@@ -29,6 +29,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "doctor": ("docket doctor",),
     "install-hooks": ("docket install-hooks --agents claude,codex",),
     "init": ("docket init", "docket init --agents claude"),
+    "mcp": ("docket mcp", "docket mcp --repo ~/src/shop"),
     "migrate": ("docket migrate --dry-run", "docket migrate"),
     "graph": ("docket graph --open", "docket graph --json"),
     "export": ("docket export --format mermaid --since origin/main",),

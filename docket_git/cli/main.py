@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "merge",
     "setup",
     "agents",
+    "mcp",
     "migrate",
     "session",
     "ledger",

@@ -75,6 +75,25 @@ def rebase_command(
     typer.echo(f"\ndocket: appended {len(tail)} record(s) to {path}")
 
 
+def _mcp_lines(root: Path, hooked: dict[str, str | None]) -> None:
+    """Which agents start ``docket mcp`` from their project MCP file, and which hooked agents do not."""
+    from docket_git.agents import mcp_config
+
+    for agent, found in mcp_config.status(root).items():
+        if found is not None and found[1] == "ok":
+            typer.echo(f"docket: ok: {agent} starts docket mcp ({found[0]})")
+        elif found is not None and found[1] == "stale":
+            typer.echo(
+                f"docket: note: {agent}'s {found[0]} starts docket mcp with an interpreter that is gone and docket "
+                f"is not on PATH; run: docket init --agents {agent}"
+            )
+        elif found is not None:
+            typer.echo(f"docket: note: {agent}'s {found[0]} has a server named 'docket' that is not docket mcp")
+        elif hooked.get(agent):
+            rel = mcp_config.FILES[agent][0]
+            typer.echo(f"docket: note: {agent} has no docket MCP server in {rel}; run: docket init --agents {agent}")
+
+
 @app.command(rich_help_panel="Maintain")
 def doctor() -> None:
     """Report whether this clone is wired for ledger merges (driver, attributes, hook) and how to fix gaps."""
@@ -103,6 +122,7 @@ def doctor() -> None:
         )
     for line in notes(root):
         typer.echo(f"docket: note: {line}")
+    _mcp_lines(root, agents)
     merge_gaps = sum(not f.ok and f.area == "merge" for f in findings)
     commit_gaps = sum(not f.ok and f.area == "commit" for f in findings)
     if merge_gaps:

@@ -177,6 +177,11 @@ def execute_batch(file: str, *, dry_run: bool, as_json: bool) -> None:
             data = Path(file).read_bytes()
         except OSError as exc:
             raise UsageError(f"cannot read {file}: {exc.strerror}") from None
+    append_batch(data, dry_run=dry_run, as_json=as_json)
+
+
+def append_batch(data: bytes, *, dry_run: bool, as_json: bool) -> None:
+    """Append the JSONL batch ``data`` all or nothing and report it (``docket record`` and the MCP tool)."""
     path = store.locate(Path.cwd())
     drafts = recording.parse_batch(data, recording.provenance(path))
     scopes = [scope for d in drafts for scope in d.get("scope") or ()]

@@ -35,6 +35,7 @@ def init(
         _wire(store.find_repo_root(found.parent), hooks=not no_git_hooks)
         if agents is not None:
             install_agents(agents, user=user)
+            _register_mcp(agents, user=user)
         return
     root = store.find_repo_root(Path.cwd())
     if root is None:
@@ -46,6 +47,19 @@ def init(
     _wire(root, hooks=not no_git_hooks)
     if agents is not None:
         install_agents(agents, user=user)
+        _register_mcp(agents, user=user)
+
+
+def _register_mcp(agents: str, *, user: bool) -> None:
+    """Register ``docket mcp`` in each named agent's project MCP file (docs/mcp.md); say what changed."""
+    from docket_git.agents import mcp_config
+
+    root = store.find_repo_root(Path.cwd())
+    if user or root is None:
+        return  # the server serves one repository: its entry lives in the project's files
+    for name in parse_agents(agents):
+        path, said = mcp_config.install(name, root)
+        typer.echo(f"docket: {name}: {path.relative_to(root)} {said}")
 
 
 def _gitignore(directory: Path) -> None:

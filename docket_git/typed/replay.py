@@ -106,23 +106,28 @@ def _script(conn: sqlite3.Connection, ddl: str) -> None:
             conn.execute(statement)
 
 
-def _metadata_rows(ledger: Ledger, count: int) -> list[tuple]:
-    script = hashlib.sha256(f"builtin:{ledger.type or 'records'}".encode()).hexdigest()
+def tables(ledger: Ledger) -> dict[str, list[tuple[str, str]]]:
+    """The tables the ledger's projection offers for its current state, with their (column, type)s."""
     if ledger.type in STATE_COLUMNS:
-        tables = {
+        out = {
             "state": [
                 (n, t.lower() if n != "value" or t == "INTEGER" else "json") for n, t in STATE_COLUMNS[ledger.type]
             ]
         }
     elif ledger.type == "notes":
-        tables = {name: list(cols) for name, cols in NOTE_TABLES.items()}
+        out = {name: list(cols) for name, cols in NOTE_TABLES.items()}
     else:
-        tables = {"records": [("ordinal", "integer"), ("id", "text"), ("sha", "text"), ("type", "text"),
+        out = {"records": [("ordinal", "integer"), ("id", "text"), ("sha", "text"), ("type", "text"),
                               ("timestamp", "text"), ("payload", "json"), ("line", "integer")]}  # fmt: skip
+    return out
+
+
+def _metadata_rows(ledger: Ledger, count: int) -> list[tuple]:
+    script = hashlib.sha256(f"builtin:{ledger.type or 'records'}".encode()).hexdigest()
     return [
         (ledger.name, ledger.type, PROJECTION_VERSION, count, script, OUTPUT_VERSION, name,
          json.dumps([{"name": n, "type": t} for n, t in cols]))
-        for name, cols in tables.items()
+        for name, cols in tables(ledger).items()
     ]  # fmt: skip
 
 
