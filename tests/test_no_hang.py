@@ -128,3 +128,11 @@ def test_hooks_linked_inside_the_git_dir_are_followed(repo: Repo) -> None:
     code, out, _ = run(repo, "init")
     assert code == 0 and (real / "pre-commit").is_file(), out
     assert run(repo, "doctor")[0] == 0
+
+
+def test_a_batch_file_that_is_a_fifo_is_refused(repo: Repo) -> None:
+    os.mkfifo(repo.path / "batch.fifo")
+    before = repo.ledger.read_bytes()
+    code, _, err = run(repo, "record", str(repo.path / "batch.fifo"))
+    assert code == 2 and "batch.fifo is not a regular file (a FIFO)" in err, err
+    assert repo.ledger.read_bytes() == before

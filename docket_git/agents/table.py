@@ -236,9 +236,7 @@ def _read_settings(path: Path, root: Path | None) -> str | None:
     A user-level file (root None) is the user's own and may be a link (dotfile managers make them).
     """
     try:
-        if root is None:
-            return path.read_text(encoding="utf-8", errors="replace")
-        return files.read_text(path, root)
+        return files.read_text(path, root, follow=root is None)  # a user file may be a link; both regular, capped
     except FileNotFoundError:
         return None
 

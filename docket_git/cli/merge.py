@@ -13,6 +13,7 @@ from docket_git.cli.app import app
 from docket_git.cli.common import fail, warn
 from docket_git.ledger import canonical, index, store
 from docket_git.merging import rebase
+from docket_git.repo import files
 
 
 @app.command("rebase", rich_help_panel="Maintain")
@@ -43,7 +44,7 @@ def rebase_command(
         ix = stack.enter_context(contextlib.closing(index.held(path, data)))
         ours = index.parse(path, data, ix=ix)
         try:
-            theirs = store.parse(other_path, other_path.read_bytes())
+            theirs = store.parse(other_path, files.read_bytes(other_path, None, files.LEDGER_CAP, follow=True))
         except OSError as exc:
             fail(f"cannot read {other}: {exc.strerror}")
         except store.LedgerError as exc:

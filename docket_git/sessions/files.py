@@ -161,8 +161,8 @@ def active(cwd: Path) -> Path:
     if named:
         return Path(named)
     try:
-        path = Path(_pointer(cwd).read_text().strip())
-    except OSError:
+        path = Path(files.read_text(_pointer(cwd), None, follow=True).strip())
+    except (OSError, LedgerError):
         raise LedgerError(NO_ACTIVE) from None
     if not path.is_file():
         raise LedgerError(NO_ACTIVE)
