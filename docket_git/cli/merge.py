@@ -91,12 +91,13 @@ def doctor() -> None:
             typer.echo(f"docket: ok: {finding.what}")
         else:
             typer.echo(f"docket: problem: {finding.what}; fix: {finding.fix}")
-    from docket_git.agents.table import notes, wired
+    from docket_git.agents.table import notes, probe, wired
 
     agents = wired(root)
-    for agent, where in agents.items():
-        if where:
-            typer.echo(f"docket: ok: {agent} runs docket's hooks ({where})")
+    agent_gaps = 0
+    for ok, what, fix in probe(root, agents):  # each registered hook command run as the agent runs it
+        typer.echo(f"docket: ok: {what}" if ok else f"docket: problem: {what}; fix: {fix}")
+        agent_gaps += not ok
     if not any(agents.values()):
         typer.echo(
             "docket: note: no coding agent is wired; to brief one each session: "
@@ -106,6 +107,13 @@ def doctor() -> None:
         typer.echo(f"docket: note: {line}")
     merge_gaps = sum(not f.ok and f.area == "merge" for f in findings)
     commit_gaps = sum(not f.ok and f.area == "commit" for f in findings)
+    if agent_gaps:
+        typer.echo(
+            f"docket: {agent_gaps} agent hook problem(s); until they are fixed, that agent starts unbriefed "
+            "and nothing stops it editing the ledger by hand"
+        )
+        if not merge_gaps and not commit_gaps:
+            raise typer.Exit(1)
     if merge_gaps:
         typer.echo(
             f"docket: {merge_gaps + commit_gaps} problem(s); until they are fixed, "
