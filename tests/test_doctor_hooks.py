@@ -7,6 +7,7 @@ rather than "ok" because a settings file mentions docket.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -48,3 +49,13 @@ def test_user_settings_name_docket_by_path_and_need_no_path(repo: Repo) -> None:
     code, out = doctor(repo, BARE_PATH)
     assert code == 0, out
     assert "ok: codex's pre-tool-use hook answers" in out and "ok: codex's session-start hook briefs" in out
+
+
+def test_doctor_never_runs_a_command_a_clone_committed(repo: Repo, tmp_path: Path) -> None:
+    proof = tmp_path / "ran"
+    settings = repo.path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    command = f"touch {proof}; docket hook session-start"
+    settings.write_text(json.dumps({"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": command}]}]}}))
+    doctor(repo, f"{Path(DOCKET).parent}{os.pathsep}{BARE_PATH}")
+    assert not proof.exists()

@@ -337,6 +337,21 @@ def _registered(data: object) -> dict[str, list[str]]:
     return found
 
 
+def _ours(command: str, hook: str, agent: str, *, user: bool) -> bool:
+    """Whether command is exactly a form docket writes, so doctor may run it.
+
+    A project file is committed, so untrusted: only the PATH form runs (it starts
+    ``docket`` and nothing else). A user file may name docket by absolute path.
+    """
+    if command == hook_command(hook, agent):
+        return True
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    return user and len(words) > 2 and command == hook_command(hook, agent, words[2])
+
+
 def run_hook(command: str, root: Path, hook: str, env: dict[str, str]) -> tuple[int | None, str, str]:
     """Run one registered hook command as an agent does: ``sh -c``, the repository as cwd, a JSON payload on stdin."""
     import subprocess
@@ -389,6 +404,8 @@ def probe(root: Path, where: dict[str, str | None] | None = None) -> list[tuple[
             env = {**os.environ, "XDG_STATE_HOME": state, "DOCKET_HOOK_REPEAT_SECONDS": "0"}
             for hook in (GUARD, SESSION):
                 for command in commands.get(hook, []):
+                    if not _ours(command, hook, name, user=user):
+                        continue  # never run a command a clone committed; notes() asks to update it
                     code, out, err = run_hook(command, root, hook, env)
                     how = f"{name}'s {hook} hook in {settings}, run as {name} runs it (sh -c, PATH={path_var})"
                     said = " ".join(err.split())[:200]
