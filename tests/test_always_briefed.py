@@ -72,3 +72,14 @@ def test_without_a_committed_ledger_the_fault_alone_is_the_briefing(repo: Repo) 
     text = context(out)
     assert text.startswith("# docket: .docket/ledger.jsonl cannot be read (line 2: invalid JSON")
     assert "no committed ledger can; no briefing" in text and "delete line 2 of .docket/ledger.jsonl" in text
+
+
+def test_a_bad_config_briefs_with_the_default_settings_and_says_so(repo: Repo) -> None:
+    repo.ok("claim", "The store is thread-safe")
+    (repo.path / ".docket" / "config.toml").write_text('max_chars = "x"\n')
+    code, out, err = start(repo, "gemini", "s-config")
+    assert code == 0
+    first, _, rest = context(out).partition("\n")
+    assert first.startswith("# docket: .docket/config.toml cannot be read (") and "default settings" in first
+    assert "git checkout HEAD -- .docket/config.toml" in first
+    assert "The store is thread-safe" in rest and ".docket/config.toml" in err

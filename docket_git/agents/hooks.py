@@ -369,6 +369,24 @@ def _brief_from_head(cwd: Path, agent: str, exc: Exception) -> bool:
         return False
     rel, head = found
     said = " ".join(str(exc).split())
+    from docket_git.context.config import ConfigError
+
+    if isinstance(exc, ConfigError):  # the settings, not the ledger: brief this ledger with the defaults
+        from docket_git.repo import files
+
+        conf = f"{rel.rsplit('/', 1)[0]}/config.toml"
+        fix = f"Fix: correct {conf} (or 'git checkout HEAD -- {conf}')."
+        _note(f"{conf} cannot be read ({said[:300]}); the agent is briefed with the default settings. {fix}")
+        ledger = store.find_ledger(cwd)
+        note = f"# docket: {conf} cannot be read ({said[:300]}); this briefing uses the default settings. {fix}\n"
+        try:
+            data = files.read_bytes(ledger, ledger.parent.parent, files.LEDGER_CAP)  # type: ignore[union-attr]
+            _brief_from(cwd, agent, note, data, settings=False)
+        except Exception:  # the ledger cannot be read either: the line alone
+            from docket_git.context import envelope
+
+            _emit(envelope.payload(note, agent))
+        return True
     line = re.search(r"\bline (\d+)\b", said)
     where = f"line {line.group(1)} of {rel}" if line else rel
     fix = (
@@ -393,22 +411,23 @@ def _brief_from_head(cwd: Path, agent: str, exc: Exception) -> bool:
     return True
 
 
-def _brief_from(cwd: Path, agent: str, note: str, head: bytes) -> None:
-    """Emit note and then the briefing of head (a ledger's bytes), with this checkout's settings."""
+def _brief_from(cwd: Path, agent: str, note: str, head: bytes, *, settings: bool = True) -> None:
+    """Emit note and then the briefing of head (a ledger's bytes), with this checkout's settings (or the defaults)."""
     import tempfile
 
     from docket_git.context import build_briefing, envelope
     from docket_git.ledger import store
     from docket_git.repo import files
 
-    settings = store.find_ledger(cwd).parent / "config.toml"  # type: ignore[union-attr]
+    config = store.find_ledger(cwd).parent / "config.toml"  # type: ignore[union-attr]
     with tempfile.TemporaryDirectory() as tmp:
         # Under a directory named like the checkout's: the briefing's header names the project by it.
-        ledger = Path(tmp) / settings.parent.parent.resolve().name / ".docket" / "ledger.jsonl"
+        ledger = Path(tmp) / config.parent.parent.resolve().name / ".docket" / "ledger.jsonl"
         ledger.parent.mkdir(parents=True)
         ledger.write_bytes(head)
         with contextlib.suppress(FileNotFoundError):
-            (ledger.parent / "config.toml").write_bytes(files.read_bytes(settings, settings.parent.parent))
+            if settings:
+                (ledger.parent / "config.toml").write_bytes(files.read_bytes(config, config.parent.parent))
         briefing = build_briefing(cwd, ledger=ledger, max_chars=CONTEXT_LIMITS[agent] - len(note))
     _emit(envelope.payload(note + briefing.text, agent))
 
