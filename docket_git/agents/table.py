@@ -429,7 +429,7 @@ def probe(root: Path, where: dict[str, str | None] | None = None) -> list[tuple[
                         found.append((True, f"{name}'s {hook} hook answers ({settings})", ""))
                     else:
                         size = len(json.dumps(answer)) if answer else 0
-                        what = f"briefs ({size} characters)" if answer else "runs (the ledger is empty)"
+                        what = f"briefs ({size} characters of hook JSON)" if answer else "runs (the ledger is empty)"
                         note = f"; it said: {said}" if said else ""
                         found.append((True, f"{name}'s {hook} hook {what} ({settings}){note}", ""))
     return found
