@@ -119,7 +119,7 @@ def test_init_agents_wires_hooks_idempotently(repo: Repo) -> None:
 def test_doctor_reports_wired_agents(repo: Repo) -> None:
     repo.ok("install-hooks", "--agents", "codex")
     out = repo.docket("doctor").out
-    assert f"docket: ok: codex runs docket's hooks ({repo.path / '.codex/hooks.json'})" in out
+    assert f"docket: ok: codex's pre-tool-use hook answers ({repo.path / '.codex/hooks.json'})" in out
     assert "approve " + str(repo.path / ".codex/hooks.json") in out  # Codex's trust review
     assert "older docket" not in out
     assert "claude" not in out  # only wired agents are listed

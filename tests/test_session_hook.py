@@ -99,8 +99,11 @@ def test_an_internal_error_never_fails_the_session(repo: Repo) -> None:
     seed(repo)
     repo.ledger.write_text(repo.ledger.read_text() + "{broken\n")
     code, out, err = start(repo, "startup")
-    assert (code, out) == (0, "")
+    assert code == 0
     assert err.startswith("docket: ") and err.count("\n") == 1
+    # Never silently unbriefed: nothing is committed, so the fault and its fix are the briefing (issue 28).
+    told = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert told.startswith("# docket: .docket/ledger.jsonl cannot be read (line ") and "docket check" in told
 
 
 def test_nothing_changed_short_path_matches_the_full_delta(repo: Repo) -> None:

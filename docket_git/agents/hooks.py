@@ -315,7 +315,7 @@ def session_start(payload: dict, agent: str) -> None:
     try:
         briefing = build_briefing(cwd, max_chars=CONTEXT_LIMITS[agent], since=since or None, defer_index=True)
     except Exception as exc:
-        if not _brief_during_conflict(cwd, agent):
+        if not (_brief_during_conflict(cwd, agent) or _brief_from_head(cwd, agent, exc)):
             raise exc from None
         return
     finally:
@@ -337,12 +337,7 @@ def session_start(payload: dict, agent: str) -> None:
 
 def _brief_during_conflict(cwd: Path, agent: str) -> bool:
     """While git has a merge, rebase or cherry-pick open: brief from HEAD's ledger and say so."""
-    import tempfile
-
-    from docket_git.context import build_briefing, envelope
-    from docket_git.ledger import store
     from docket_git.merging.conflict import in_progress
-    from docket_git.repo import files
 
     found = in_progress(cwd)
     if found is None:
@@ -352,16 +347,89 @@ def _brief_during_conflict(cwd: Path, agent: str) -> bool:
         f"# a git {what} is in progress and {rel} cannot be read (conflicted); this briefing is from HEAD's "
         f"ledger. Run 'docket resolve-conflict', then finish the {what}.\n"
     )
+    _brief_from(cwd, agent, note, head)
+    return True
+
+
+def _brief_from_head(cwd: Path, agent: str, exc: Exception) -> bool:
+    """The ledger cannot be read (a bad line): brief from HEAD's, with one line first saying what and the fix.
+
+    The agent is never left unbriefed without knowing why: when HEAD has no
+    ledger (or it cannot be read either), the line alone is the briefing.
+    """
+    import re
+
+    from docket_git.ledger import store
+    from docket_git.merging.conflict import committed
+
+    if not isinstance(exc, store.LedgerError):
+        return False
+    found = committed(cwd)
+    if found is None:
+        return False
+    rel, head = found
+    said = " ".join(str(exc).split())
+    from docket_git.context.config import ConfigError
+
+    if isinstance(exc, ConfigError):  # the settings, not the ledger: brief this ledger with the defaults
+        from docket_git.repo import files
+
+        conf = f"{rel.rsplit('/', 1)[0]}/config.toml"
+        fix = f"Fix: correct {conf} (or 'git checkout HEAD -- {conf}')."
+        _note(f"{conf} cannot be read ({said[:300]}); the agent is briefed with the default settings. {fix}")
+        ledger = store.find_ledger(cwd)
+        note = f"# docket: {conf} cannot be read ({said[:300]}); this briefing uses the default settings. {fix}\n"
+        try:
+            data = files.read_bytes(ledger, ledger.parent.parent, files.LEDGER_CAP)  # type: ignore[union-attr]
+            _brief_from(cwd, agent, note, data, settings=False)
+        except Exception:  # the ledger cannot be read either: the line alone
+            from docket_git.context import envelope
+
+            _emit(envelope.payload(note, agent))
+        return True
+    line = re.search(r"\bline (\d+)\b", said)
+    where = f"line {line.group(1)} of {rel}" if line else rel
+    fix = (
+        f"Fix: run 'docket check', then repair or delete {where} (or 'git checkout HEAD -- {rel}' "
+        "to drop every uncommitted record)."
+    )
+    _note(f"{rel} cannot be read ({said[:300]}); the agent is briefed from HEAD's ledger. {fix}")
+    if head is not None:
+        note = (
+            f"# docket: {rel} cannot be read ({said[:300]}); this briefing is from HEAD's ledger, without the "
+            f"records after it. {fix}\n"
+        )
+        try:
+            _brief_from(cwd, agent, note, head)
+            return True
+        except Exception:  # HEAD's ledger cannot be read either: the line alone
+            pass
+    from docket_git.context import envelope
+
+    note = f"# docket: {rel} cannot be read ({said[:300]}) and no committed ledger can; no briefing. {fix}\n"
+    _emit(envelope.payload(note, agent))
+    return True
+
+
+def _brief_from(cwd: Path, agent: str, note: str, head: bytes, *, settings: bool = True) -> None:
+    """Emit note and then the briefing of head (a ledger's bytes), with this checkout's settings (or the defaults)."""
+    import tempfile
+
+    from docket_git.context import build_briefing, envelope
+    from docket_git.ledger import store
+    from docket_git.repo import files
+
+    config = store.find_ledger(cwd).parent / "config.toml"  # type: ignore[union-attr]
     with tempfile.TemporaryDirectory() as tmp:
-        ledger = Path(tmp) / ".docket" / "ledger.jsonl"
-        ledger.parent.mkdir()
+        # Under a directory named like the checkout's: the briefing's header names the project by it.
+        ledger = Path(tmp) / config.parent.parent.resolve().name / ".docket" / "ledger.jsonl"
+        ledger.parent.mkdir(parents=True)
         ledger.write_bytes(head)
-        settings = store.find_ledger(cwd).parent / "config.toml"  # type: ignore[union-attr]
         with contextlib.suppress(FileNotFoundError):
-            (ledger.parent / "config.toml").write_bytes(files.read_bytes(settings, settings.parent.parent))
+            if settings:
+                (ledger.parent / "config.toml").write_bytes(files.read_bytes(config, config.parent.parent))
         briefing = build_briefing(cwd, ledger=ledger, max_chars=CONTEXT_LIMITS[agent] - len(note))
     _emit(envelope.payload(note + briefing.text, agent))
-    return True
 
 
 # -- dispatch -----------------------------------------------------------------------------

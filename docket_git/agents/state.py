@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from docket_git.digest import sha256
+from docket_git.errors import LedgerError
 
 EXPIRY_SECONDS = 30 * 24 * 3600
 
@@ -40,8 +41,10 @@ def load(session_id: str) -> dict:
     if not session_id:
         return {}
     try:
-        data = json.loads(_file(session_id).read_text())
-    except (OSError, ValueError):
+        from docket_git.repo import files
+
+        data = json.loads(files.read_bytes(_file(session_id), None, follow=True))
+    except (OSError, ValueError, LedgerError):
         return {}
     return data if isinstance(data, dict) else {}
 

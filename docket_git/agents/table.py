@@ -236,9 +236,7 @@ def _read_settings(path: Path, root: Path | None) -> str | None:
     A user-level file (root None) is the user's own and may be a link (dotfile managers make them).
     """
     try:
-        if root is None:
-            return path.read_text(encoding="utf-8", errors="replace")
-        return files.read_text(path, root)
+        return files.read_text(path, root, follow=root is None)  # a user file may be a link; both regular, capped
     except FileNotFoundError:
         return None
 
@@ -305,3 +303,133 @@ def wired(root: Path) -> dict[str, str | None]:
                 out[name] = str(path)
                 break
     return out
+
+
+#: What ``doctor`` sends each registered command: a pre-tool-use write to the ledger, which every
+#: agent's guard answers (so a command that prints nothing did not start docket), and a session start.
+_PROBE_TIMEOUT = 10.0
+
+
+def _probe_payload(root: Path, hook: str) -> bytes:
+    if hook == GUARD:
+        payload = {
+            "session_id": "docket-doctor-probe",
+            "cwd": str(root),
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Write",
+            "tool_input": {"file_path": str(root / ".docket" / "ledger.jsonl"), "content": ""},
+        }
+    else:
+        payload = {"session_id": "docket-doctor-probe", "cwd": str(root), "source": "startup"}
+    return json.dumps(payload).encode()
+
+
+def _registered(data: object) -> dict[str, list[str]]:
+    """Each docket hook (session-start, pre-tool-use) and the distinct commands a settings object runs for it."""
+    hooks = data.get("hooks") if isinstance(data, dict) else None
+    found: dict[str, list[str]] = {}
+    for entries in hooks.values() if isinstance(hooks, dict) else ():
+        for entry in entries if isinstance(entries, list) else ():
+            for command in _commands(entry):
+                match = _DOCKET_HOOK.search(command)
+                if match and command not in found.setdefault(match.group(1), []):
+                    found[match.group(1)].append(command)
+    return found
+
+
+def _ours(command: str, hook: str, agent: str, *, user: bool) -> bool:
+    """Whether command is exactly a form docket writes, so doctor may run it.
+
+    A project file is committed, so untrusted: only the PATH form runs (it starts
+    ``docket`` and nothing else). A user file may name docket by absolute path.
+    """
+    if command == hook_command(hook, agent):
+        return True
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    return user and len(words) > 2 and command == hook_command(hook, agent, words[2])
+
+
+def run_hook(command: str, root: Path, hook: str, env: dict[str, str]) -> tuple[int | None, str, str]:
+    """Run one registered hook command as an agent does: ``sh -c``, the repository as cwd, a JSON payload on stdin."""
+    import subprocess
+
+    try:
+        proc = subprocess.run(
+            ["/bin/sh", "-c", command],
+            input=_probe_payload(root, hook),
+            cwd=root,
+            env=env,
+            capture_output=True,
+            timeout=_PROBE_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired:
+        return None, "", f"no answer in {_PROBE_TIMEOUT:g} s"
+    except OSError as exc:
+        return None, "", str(exc)
+    return proc.returncode, proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
+
+
+def probe(root: Path, where: dict[str, str | None] | None = None) -> list[tuple[bool, str, str]]:
+    """(ok, what it saw, fix) for every wired agent: its registered hook commands, run the way it runs them.
+
+    With this process's PATH (the one an agent started from this shell has),
+    in the repository, through ``/bin/sh -c``. Hook state goes to a scratch
+    directory, so a probe never counts as a session's briefing.
+    """
+    import os
+    import shutil
+    import tempfile
+
+    found: list[tuple[bool, str, str]] = []
+    path_var = os.environ.get("PATH", "")
+    ledger = root / ".docket" / "ledger.jsonl"
+    has_records = ledger.is_file() and ledger.stat().st_size > 0
+    for name, settings in (where if where is not None else wired(root)).items():
+        if settings is None:
+            continue
+        user = not Path(settings).resolve().is_relative_to(root.resolve())
+        try:
+            commands = _registered(json.loads(_read_settings(Path(settings), None if user else root) or ""))
+        except (OSError, ValueError, RecursionError, LedgerError):
+            continue
+        fix = (
+            f"put docket on the PATH {name} starts with (pipx install, or activate the virtualenv before "
+            f"starting {name}), or register this docket by absolute path: docket init --agents {name} --user"
+        )
+        started = True  # whether every guard command answered: else an empty session start proves nothing
+        with tempfile.TemporaryDirectory() as state:
+            env = {**os.environ, "XDG_STATE_HOME": state, "DOCKET_HOOK_REPEAT_SECONDS": "0"}
+            for hook in (GUARD, SESSION):
+                for command in commands.get(hook, []):
+                    if not _ours(command, hook, name, user=user):
+                        continue  # never run a command a clone committed; notes() asks to update it
+                    code, out, err = run_hook(command, root, hook, env)
+                    how = f"{name}'s {hook} hook in {settings}, run as {name} runs it (sh -c, PATH={path_var})"
+                    said = " ".join(err.split())[:200]
+                    try:
+                        answer = json.loads(out) if out.strip() else None
+                    except ValueError:
+                        answer = None
+                    if code is None or (out.strip() and not isinstance(answer, dict)):
+                        started = started and hook != GUARD
+                        found.append((False, f"{how}: {said or 'output that is not a JSON object'}", fix))
+                    elif hook == SESSION and not answer and not started:
+                        continue  # the guard's problem above says why
+                    elif hook == GUARD and not answer:
+                        started = False
+                        missing = shutil.which("docket", path=path_var) is None and "command -v docket" in command
+                        why = "docket is not on that PATH" if missing else said or "it printed nothing"
+                        found.append((False, f"{how} did not stop a write to the ledger: {why}", fix))
+                    elif hook == SESSION and ("failed" in said or (has_records and not answer)):
+                        found.append((False, f"{how} gave no briefing: {said or 'it printed nothing'}", fix))
+                    elif hook == GUARD:
+                        found.append((True, f"{name}'s {hook} hook answers ({settings})", ""))
+                    else:
+                        size = len(json.dumps(answer)) if answer else 0
+                        what = f"briefs ({size} characters of hook JSON)" if answer else "runs (the ledger is empty)"
+                        note = f"; it said: {said}" if said else ""
+                        found.append((True, f"{name}'s {hook} hook {what} ({settings}){note}", ""))
+    return found

@@ -13,6 +13,7 @@ from docket_git.cli.app import app
 from docket_git.cli.common import fail, warn
 from docket_git.ledger import canonical, index, store
 from docket_git.merging import rebase
+from docket_git.repo import files
 
 
 @app.command("rebase", rich_help_panel="Maintain")
@@ -43,7 +44,7 @@ def rebase_command(
         ix = stack.enter_context(contextlib.closing(index.held(path, data)))
         ours = index.parse(path, data, ix=ix)
         try:
-            theirs = store.parse(other_path, other_path.read_bytes())
+            theirs = store.parse(other_path, files.read_bytes(other_path, None, files.LEDGER_CAP, follow=True))
         except OSError as exc:
             fail(f"cannot read {other}: {exc.strerror}")
         except store.LedgerError as exc:
@@ -109,12 +110,13 @@ def doctor() -> None:
             typer.echo(f"docket: ok: {finding.what}")
         else:
             typer.echo(f"docket: problem: {finding.what}; fix: {finding.fix}")
-    from docket_git.agents.table import notes, wired
+    from docket_git.agents.table import notes, probe, wired
 
     agents = wired(root)
-    for agent, where in agents.items():
-        if where:
-            typer.echo(f"docket: ok: {agent} runs docket's hooks ({where})")
+    agent_gaps = 0
+    for ok, what, fix in probe(root, agents):  # each registered hook command run as the agent runs it
+        typer.echo(f"docket: ok: {what}" if ok else f"docket: problem: {what}; fix: {fix}")
+        agent_gaps += not ok
     if not any(agents.values()):
         typer.echo(
             "docket: note: no coding agent is wired; to brief one each session: "
@@ -125,6 +127,13 @@ def doctor() -> None:
     _mcp_lines(root, agents)
     merge_gaps = sum(not f.ok and f.area == "merge" for f in findings)
     commit_gaps = sum(not f.ok and f.area == "commit" for f in findings)
+    if agent_gaps:
+        typer.echo(
+            f"docket: {agent_gaps} agent hook problem(s); until they are fixed, that agent starts unbriefed "
+            "and nothing stops it editing the ledger by hand"
+        )
+        if not merge_gaps and not commit_gaps:
+            raise typer.Exit(1)
     if merge_gaps:
         typer.echo(
             f"docket: {merge_gaps + commit_gaps} problem(s); until they are fixed, "

@@ -46,8 +46,12 @@ def _stop(exc: schema1.MigrationError, *, hint: bool) -> NoReturn:
 
 
 def _read_map(name: str) -> dict:
+    from docket_git.repo import files
+
     try:
-        data = Path(name).read_bytes()
+        data = files.read_bytes(Path(name), None, files.SMALL_CAP, follow=True)
+    except files.UnsafePath as exc:
+        usage(f"cannot read the map: {exc}")
     except OSError as exc:
         usage(f"cannot read the map {name}: {exc.strerror}")
     try:

@@ -173,8 +173,12 @@ def execute_batch(file: str, *, dry_run: bool, as_json: bool) -> None:
     if file == "-":
         data = sys.stdin.buffer.read()
     else:
+        from docket_git.repo import files
+
         try:
-            data = Path(file).read_bytes()
+            data = files.read_bytes(Path(file), None, files.LEDGER_CAP, follow=True)
+        except files.UnsafePath as exc:
+            raise UsageError(str(exc)) from None
         except OSError as exc:
             raise UsageError(f"cannot read {file}: {exc.strerror}") from None
     append_batch(data, dry_run=dry_run, as_json=as_json)

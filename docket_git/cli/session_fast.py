@@ -38,6 +38,10 @@ WRITE = Command(
 )
 
 
+#: The most an ``@FILE`` option reads (a session file holds at most 32 MiB).
+ARG_FILE_CAP = 32 * 1024 * 1024
+
+
 def text_option(option: str, value: str, used_stdin: list[bool]) -> str:
     """An option's text: as given, from a file (``@path``) or from stdin (``-``, once per command)."""
     if value == "-":
@@ -46,8 +50,12 @@ def text_option(option: str, value: str, used_stdin: list[bool]) -> str:
         used_stdin.append(True)
         return sys.stdin.read()
     if value.startswith("@"):
+        from docket_git.repo import files  # a regular file, capped: never a FIFO or /dev/zero
+
         try:
-            return Path(value[1:]).read_text(encoding="utf-8")
+            return files.read_bytes(Path(value[1:]), None, ARG_FILE_CAP, follow=True).decode("utf-8")
+        except files.UnsafePath as exc:
+            raise UsageError(f"{option} {value}: {exc}") from None
         except (OSError, UnicodeDecodeError) as exc:
             reason = getattr(exc, "strerror", None) or "not UTF-8"
             raise UsageError(f"{option} {value}: cannot read {value[1:]}: {reason}") from None

@@ -28,6 +28,7 @@ import sqlite3
 from pathlib import Path
 
 from docket_git.ledger import db
+from docket_git.repo import files
 
 #: The schema version (``PRAGMA user_version``). 3: SQLite replaced the JSON
 #: files (version 2 and the renames' version 1), which are never read.
@@ -46,8 +47,8 @@ def common_dir(git_dir: Path) -> Path:
     """The repository's common git directory, given a git directory (a linked work tree's names it in ``commondir``)."""
     git_dir = Path(git_dir)
     try:
-        pointer = (git_dir / "commondir").read_text().strip()
-    except OSError:
+        pointer = files.read_text(git_dir / "commondir", None, follow=True).strip()
+    except (OSError, files.UnsafePath):
         return git_dir.resolve()
     return (git_dir / pointer).resolve() if pointer else git_dir.resolve()
 

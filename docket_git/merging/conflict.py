@@ -123,7 +123,7 @@ def resolve(root: Path, path: str) -> tuple[bytes, Resolution]:
         return _merged(root, found.get(1, b""), found[2], found[3], done), done
     heads = []
     if what == "merge":
-        merge_head = (_git_dir(root) / "MERGE_HEAD").read_text()
+        merge_head = files.read_text(_git_dir(root) / "MERGE_HEAD", None, follow=True)
         heads = [line.strip() for line in merge_head.splitlines() if line.strip()]
     ours = _show(root, "HEAD", path) if heads else None
     if ours is None:
@@ -169,6 +169,18 @@ def next_step(what: str) -> str:
     return "resolve any other conflicted files, then 'git commit'"
 
 
+def committed(start: Path) -> tuple[str, bytes | None] | None:
+    """(the ledger's repository path, HEAD's bytes of it or None) for the ledger at or above start; None outside git."""
+    from docket_git.ledger import store
+
+    ledger = store.find_ledger(start)
+    root = store.find_repo_root(ledger.parent if ledger else start)
+    if ledger is None or root is None:
+        return None
+    rel = ledger.resolve().relative_to(root.resolve()).as_posix()
+    return rel, _show(root, "HEAD", rel)
+
+
 def in_progress(start: Path) -> tuple[str, str, bytes] | None:
     """(git operation, ledger path, HEAD's ledger bytes) while a merge, rebase or cherry-pick is open here."""
     from docket_git.ledger import store
@@ -180,6 +192,5 @@ def in_progress(start: Path) -> tuple[str, str, bytes] | None:
     what = operation(root)
     if what is None:
         return None
-    rel = ledger.resolve().relative_to(root.resolve()).as_posix()
-    head = _show(root, "HEAD", rel)
+    rel, head = committed(start) or ("", None)
     return (what, rel, head) if head is not None else None

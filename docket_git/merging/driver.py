@@ -19,10 +19,12 @@ import os
 import re
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from docket_git.ledger import canonical, model
 from docket_git.ledger.validate import Index, Invalid, check_line
 from docket_git.merging.rebase import MergeRefused, RawLedger, common_prefix, merge
+from docket_git.repo import files
 
 USAGE = "docket: usage: docket merge-driver BASE OURS THEIRS [PATH]  (git passes %O %A %B %P)"
 _SUPERSEDING = re.compile(rb'"supersedes"\s*:\s*\[\s*"')
@@ -154,9 +156,8 @@ def _is_claim_ledger(path: str) -> bool:
 
 def _read_or_empty(path: str) -> bytes:
     try:
-        with open(path, "rb") as handle:
-            body = handle.read()
-    except OSError:
+        body = files.read_bytes(Path(path), None, files.LEDGER_CAP, follow=True)
+    except (OSError, files.UnsafePath):
         return b""
     return body if not body or body.endswith(b"\n") else body + b"\n"
 
@@ -208,13 +209,12 @@ def _run(target: str, base_path: str, ours_path: str, theirs_path: str) -> list[
     merger = _merger_for(target)
     if merger is None:
         raise CannotMerge(f"{target} is not a ledger this docket can merge; merge it by hand")
-    try:
-        with open(base_path, "rb") as handle:
-            base = handle.read()
-        with open(ours_path, "rb") as handle:
-            ours = handle.read()
-        with open(theirs_path, "rb") as handle:
-            theirs = handle.read()
+    try:  # git's temp files: read like every other file (regular, capped, never blocking)
+        base, ours, theirs = (
+            files.read_bytes(Path(p), None, files.LEDGER_CAP, follow=True) for p in (base_path, ours_path, theirs_path)
+        )
+    except files.UnsafePath as exc:
+        raise CannotMerge(str(exc)) from None
     except OSError as exc:
         raise CannotMerge(f"cannot read {exc.filename}: {exc.strerror}") from None
     payload, report = merger(base, ours, theirs)

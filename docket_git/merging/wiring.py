@@ -219,10 +219,7 @@ def driver_notice(repo_root: Path) -> str | None:
 
 
 def _is_ours(path: Path) -> bool:
-    try:
-        return HOOK_MARKER in path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
+    return HOOK_MARKER in (_read(path) or "")
 
 
 def _framework_runs_check(root: Path) -> bool:
@@ -258,6 +255,9 @@ def install_hook(root: Path) -> list[str]:
     script = hook_script()
     if state in ("hook", "legacy") and hooks is not None:
         where = hooks / ("pre-commit" if state == "hook" else "pre-commit.legacy")
+        refused = hooks_refusal(root)
+        if refused and _read(where) != script:
+            return [f"docket: pre-commit hook not updated: {refused}"]
         if _read(where) != script:
             return _write_hook(where, script, [f"docket: updated the pre-commit hook to run this docket ({where})"])
     if state:
@@ -266,6 +266,9 @@ def install_hook(root: Path) -> list[str]:
         return ["docket: could not find the git hooks directory; pre-commit hook not installed"]
     hook = hooks / "pre-commit"
     chained = hooks / CHAINED_NAME
+    refused = hooks_refusal(root) or _not_regular(hook) or _not_regular(chained)
+    if refused:
+        return [f"docket: pre-commit hook not installed: {refused}"]
     out: list[str] = []
     try:
         hooks.mkdir(parents=True, exist_ok=True)
@@ -293,10 +296,56 @@ def _hook_interpreter(script: str) -> str | None:
 
 
 def _read(path: Path) -> str | None:
+    """A hook's text, or None: missing, or not a regular file (a FIFO there must not hang init or doctor).
+
+    A hook may be a link (hook managers make them), so it is followed; it is read capped, never blocking.
+    """
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        return files.read_text(path, None, follow=True)
+    except (OSError, LedgerError):
+        return None
+
+
+def _not_regular(path: Path) -> str | None:
+    """Why the hook at path is no file docket can chain or replace (a FIFO, a device, a directory), or None."""
+    try:
+        mode = os.stat(path).st_mode  # a link to a regular file is fine: it is moved aside, never written through
     except OSError:
         return None
+    if stat.S_ISREG(mode):
+        return None
+    kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
+    return f"{path} is not a regular file ({kind}), so git cannot run it as a hook; move it aside: mv {path} {path}.bak"
+
+
+def hooks_refusal(root: Path) -> str | None:
+    """Why docket will not write into hooks, or None.
+
+    A hooks directory that is a symbolic link is followed only when the user
+    named it (``core.hooksPath``) or when it points inside the git directory;
+    a link elsewhere (a shared directory, another repository, ``~``) would
+    make ``init`` write a ``pre-commit`` there.
+    """
+    if gitio.config_get(root, "core.hooksPath"):
+        return None
+    dirs = gitio._git_dirs(root)  # git names the hooks directory resolved: look at <common git dir>/hooks itself
+    if dirs is None:
+        return None
+    hooks = dirs[1] / "hooks"
+    try:
+        if not hooks.is_symlink():
+            return None
+        target = hooks.resolve()
+        git_dir = dirs[1].resolve()
+    except (OSError, RuntimeError):
+        return f"{hooks} is a symbolic link docket cannot resolve; replace it: rm {hooks} && mkdir {hooks}"
+    if target.is_relative_to(git_dir):
+        return None
+    return (
+        f"{hooks} is a symbolic link to {target}, outside the git directory {git_dir}; docket writes a hook "
+        f"only there or into core.hooksPath. If that directory is meant to hold this clone's hooks, say so: "
+        f"git config core.hooksPath {shlex.quote(str(target))}; else replace the link: rm {hooks} && mkdir {hooks}"
+    )
 
 
 def _write_hook(hook: Path, script: str, said: list[str]) -> list[str]:
@@ -398,11 +447,14 @@ def diagnose(root: Path) -> list[Finding]:
         elif chained.exists():
             findings.append(Finding(True, f"your previous pre-commit hook still runs first ({chained})"))
     else:
+        refused = None if hooks is None else hooks_refusal(root) or _not_regular(hooks / "pre-commit")
         findings.append(
             Finding(
                 False,
-                "no pre-commit hook checks the staged ledger",
-                "run docket init (or add id: docket-check to .pre-commit-config.yaml)",
+                "no pre-commit hook checks the staged ledger" + (f" ({refused.split('; ', 1)[0]})" if refused else ""),
+                refused.split("; ", 1)[1]
+                if refused
+                else "run docket init (or add id: docket-check to .pre-commit-config.yaml)",
             )
         )
     for finding in findings[commit_checks:]:

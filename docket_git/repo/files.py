@@ -20,6 +20,11 @@ it (the ledger and its lock, ``.docket/config.toml``, ``.docket/.gitignore``,
   existing link is replaced, never written through.
 
 Refusals are ``UnsafePath`` errors naming the path and what to do.
+
+``read_bytes`` is also the one reader for files outside a repository (an
+``@FILE`` argument, a session file, a git hook, a user-level agent settings
+file, hook state): with ``follow=True`` a link is followed, but the open
+never blocks and only a regular file is read, up to its cap.
 """
 
 from __future__ import annotations
@@ -97,11 +102,16 @@ def make_dirs(directory: Path, root: Path | None) -> None:
             raise _refuse(here, "is not a directory", f"Move it aside: mv {here} {here}.bak")
 
 
-def open_fd(path: Path, flags: int, root: Path | None = None, mode: int = 0o644) -> int:
-    """os.open without following a link at path (or in its directories below root); a regular file only."""
+def open_fd(path: Path, flags: int, root: Path | None = None, mode: int = 0o644, *, follow: bool = False) -> int:
+    """os.open without following a link at path (or in its directories below root); a regular file only.
+
+    ``follow``: a file the user named outside any repository (an ``@FILE``
+    argument, a user-level settings file, a git hook) may be a link; it must
+    still lead to a regular file.
+    """
     check_dirs(path, root)
     try:
-        fd = os.open(path, flags | _NOFOLLOW | _CLOEXEC, mode)
+        fd = os.open(path, flags | (0 if follow else _NOFOLLOW) | _CLOEXEC, mode)
     except OSError as exc:
         if exc.errno == errno.ELOOP or (exc.errno == errno.EEXIST and os.path.islink(path)):
             raise _refuse(path, "is a symbolic link", f"Replace it with a regular file: rm {path}") from None
@@ -115,8 +125,14 @@ def open_fd(path: Path, flags: int, root: Path | None = None, mode: int = 0o644)
         raise
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
-        kind = "is a directory" if stat.S_ISDIR(info.st_mode) else "is not a regular file"
-        raise _refuse(path, kind, f"Move it aside: mv {path} {path}.bak")
+        if stat.S_ISDIR(info.st_mode):
+            raise _refuse(path, "is a directory", f"Move it aside: mv {path} {path}.bak")
+        kind = "a FIFO" if stat.S_ISFIFO(info.st_mode) else "a device or socket"
+        raise UnsafePath(
+            f"{path} is not a regular file ({kind}); docket reads regular files only, so a pipe or a device "
+            f"can neither hang it nor feed it without end. Use a regular file (or '-' for stdin where an option "
+            f"takes it), or move it aside: mv {path} {path}.bak"
+        )
     return fd
 
 
@@ -128,13 +144,17 @@ def write_all(fd: int, data: bytes) -> None:
     os.fsync(fd)
 
 
-def read_bytes(path: Path, root: Path | None = None, cap: int = SMALL_CAP) -> bytes:
+def read_bytes(path: Path, root: Path | None = None, cap: int = SMALL_CAP, *, follow: bool = False) -> bytes:
     """A regular file's bytes, read without following links and refused past cap bytes.
 
-    FileNotFoundError when it does not exist; ``UnsafePath`` for a link, a
-    special file or an oversized one; other OSErrors as they are.
+    The one way docket reads a file, in a repository or not: the open never
+    blocks (``O_NONBLOCK``: a FIFO with no writer would hang a plain open),
+    a FIFO, device or directory is refused before a byte is read, and no
+    more than cap bytes are read, so ``/dev/zero`` or an endless file ends.
+    FileNotFoundError when it does not exist; ``UnsafePath`` for a link (unless
+    ``follow``), a special file or an oversized one; other OSErrors as they are.
     """
-    fd = open_fd(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0), root)
+    fd = open_fd(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0), root, follow=follow)
     try:
         size = os.fstat(fd).st_size
         if size > cap:
@@ -159,9 +179,9 @@ def read_bytes(path: Path, root: Path | None = None, cap: int = SMALL_CAP) -> by
         os.close(fd)
 
 
-def read_text(path: Path, root: Path | None = None, cap: int = SMALL_CAP) -> str:
+def read_text(path: Path, root: Path | None = None, cap: int = SMALL_CAP, *, follow: bool = False) -> str:
     """``read_bytes`` decoded as UTF-8 (undecodable bytes replaced: these are text files docket edits)."""
-    return read_bytes(path, root, cap).decode("utf-8", errors="replace")
+    return read_bytes(path, root, cap, follow=follow).decode("utf-8", errors="replace")
 
 
 def write_replace(path: Path, data: bytes, root: Path | None = None, *, mode: int | None = None) -> None:

@@ -6,6 +6,19 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from docket_git.repo import files
+
+
+def _text(path: Path, cap: int = files.SMALL_CAP) -> str:
+    """A file in a git directory (HEAD, a ref, commondir): ``files.read_text``, a refusal as an OSError.
+
+    A FIFO or device there must not hang a hook; callers already treat OSError as "cannot tell".
+    """
+    try:
+        return files.read_text(path, None, cap, follow=True)
+    except files.UnsafePath as exc:
+        raise OSError(str(exc)) from None
+
 
 def open_repo(start: Path):  # -> pygit2.Repository | None
     """The repository containing start, or None outside any repository."""
@@ -33,7 +46,7 @@ def current_branch(start: Path) -> str:
         dirs = _git_dirs(start)
         if dirs is None:
             return ""
-        head = (dirs[0] / "HEAD").read_text().strip()
+        head = _text(dirs[0] / "HEAD").strip()
     except OSError:
         return ""
     ref = head[4:].strip() if head.startswith("ref:") else ""
@@ -160,7 +173,7 @@ def merge_heads(start: Path) -> list[str]:
         return []
     path = Path(repo.path) / "MERGE_HEAD"
     try:
-        return [line.strip() for line in path.read_text().splitlines() if line.strip()]
+        return [line.strip() for line in _text(path).splitlines() if line.strip()]
     except OSError:
         return []
 
@@ -418,14 +431,14 @@ def _git_dirs(start: Path) -> tuple[Path, Path] | None:
         if dot.is_dir():
             return dot, dot
         if dot.is_file():
-            text = dot.read_text(errors="replace").strip()
+            text = _text(dot).strip()
             if not text.startswith("gitdir:"):
                 return None
             gitdir = (directory / text[len("gitdir:") :].strip()).resolve()
             common = gitdir
             commondir = gitdir / "commondir"
             if commondir.is_file():
-                common = (gitdir / commondir.read_text().strip()).resolve()
+                common = (gitdir / _text(commondir).strip()).resolve()
             return gitdir, common
     return None
 
@@ -441,17 +454,17 @@ def head_commit(start: Path) -> str | None:
         if dirs is None:
             return None
         gitdir, common = dirs
-        head = (gitdir / "HEAD").read_text().strip()
+        head = _text(gitdir / "HEAD").strip()
         if not head.startswith("ref:"):
             return head or None
         ref = head[4:].strip()
         for base in (gitdir, common):
             path = base / ref
             if path.is_file():
-                return path.read_text().strip() or None
+                return _text(path).strip() or None
         packed = common / "packed-refs"
         if packed.is_file():
-            for line in packed.read_text().splitlines():
+            for line in _text(packed, files.LEDGER_CAP).splitlines():
                 if line.endswith(" " + ref):
                     return line.split(" ", 1)[0]
         return None

@@ -15,7 +15,6 @@ import contextlib
 import fcntl
 import json
 import os
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -72,26 +71,14 @@ def dir_locked(directory: Path) -> Iterator[None]:
 
 
 def read_text(path: Path) -> str:
-    """A session file's text: a regular file, not a symlink, at most MAX_BYTES, UTF-8."""
+    """A session file's text: a regular file, not a symlink, at most MAX_BYTES, UTF-8 (``repo.files.read_bytes``)."""
     refuse_symlink(path.parent, "session directory")
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        data = files.read_bytes(path, None, MAX_BYTES)
     except FileNotFoundError:
         raise LedgerError(f"ledger file {path} not found; run 'docket session init' first or check the path") from None
     except OSError as exc:
-        if path.is_symlink():
-            refuse_symlink(path, "session file")
         raise LedgerError(f"cannot read {path}: {exc.strerror}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise LedgerError(f"{path} is not a regular file")
-        if info.st_size > MAX_BYTES:
-            raise LedgerError(f"{path} is over {MAX_BYTES // (1024 * 1024)} MiB; start a new session")
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            data = handle.read()
-    finally:
-        os.close(fd)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -174,8 +161,8 @@ def active(cwd: Path) -> Path:
     if named:
         return Path(named)
     try:
-        path = Path(_pointer(cwd).read_text().strip())
-    except OSError:
+        path = Path(files.read_text(_pointer(cwd), None, follow=True).strip())
+    except (OSError, LedgerError):
         raise LedgerError(NO_ACTIVE) from None
     if not path.is_file():
         raise LedgerError(NO_ACTIVE)

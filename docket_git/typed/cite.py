@@ -10,32 +10,22 @@ file), changed, or missing.
 from __future__ import annotations
 
 import hashlib
-import os
-import stat
 from pathlib import Path
 
+from docket_git.errors import LedgerError
+from docket_git.repo import files
 from docket_git.typed.ops import OpError
 
 MAX_BYTES = 16 * 1024 * 1024
 
 
 def _read(root: Path, rel: str) -> bytes | None:
-    """The cited file's bytes, or None when it is missing, not a regular file, or reached through a symlink."""
-    path = root / rel
+    """The cited file's bytes, or None when it is missing, not a regular file (a FIFO never blocks
+    the open), over MAX_BYTES, or reached through a symlink (``repo.files.read_bytes``)."""
     try:
-        if any((root / Path(*Path(rel).parts[:i])).is_symlink() for i in range(1, len(Path(rel).parts) + 1)):
-            return None
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
+        return files.read_bytes(root / rel, root, MAX_BYTES)
+    except (OSError, LedgerError):
         return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BYTES:
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read()
-    finally:
-        os.close(fd)
 
 
 def _lines(data: bytes) -> list[bytes]:
