@@ -53,8 +53,6 @@ _LEX = re.compile(
 _DOUBLE_ESCAPE = re.compile(r"\\([$`\"\\\n])")
 _ANSI_ESCAPE = re.compile(r"\\(.)", re.S)
 _HEREDOCS = frozenset({"<<", "<<-"})
-#: Quote characters and backslashes: gone from the text a shell passes on (``.dock"et"`` is ``.docket``).
-_UNQUOTE = str.maketrans("", "", "'\"\\")
 _WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
 _VAR = re.compile(r"\$\{?(\w+)\}?")
 _ASSIGN = re.compile(r"^([A-Za-z_]\w*)=(.*)$", re.S)
@@ -158,14 +156,10 @@ def _tokens(command: str) -> tuple[list[tuple[str, bool]], str]:
             out.append((piece, True))
             while piece == "\n" and pending:
                 delimiter, tabs = pending.pop(0)
-                while pos < end:
-                    stop = command.find("\n", pos)
-                    stop = end if stop < 0 else stop
-                    line = command[pos:stop]
-                    pos = stop + 1
-                    if (line.lstrip("\t") if tabs else line).rstrip() == delimiter:
-                        break
-                    bodies.append(line)
+                line = re.compile(("^\t*" if tabs else "^") + re.escape(delimiter) + r"[^\S\n]*$", re.M)
+                found = line.search(command, pos)
+                bodies.append(command[pos : found.start() if found else end].removesuffix("\n"))
+                pos = found.end() + 1 if found else end
     if word is not None:
         out.append(("".join(word), False))
     return out, "\n".join(bodies)
@@ -336,7 +330,7 @@ def _git_subcommand(args: list[str]) -> str:
 def command_writes_ledger(command: str, cwd: str = "") -> bool:
     """True when a shell command writes, moves or deletes a ledger file (or may, and names one)."""
     if ".docket" not in command:  # the cheap look first: most commands never name a ledger
-        text = command.translate(_UNQUOTE)
+        text = command.replace("'", "").replace('"', "").replace("\\", "")  # `.dock"et"` is `.docket`
         if ".docket" not in text and not ("cd" in text and ".jsonl" in text):
             return False
     if "*** Begin Patch" in command and any(is_ledger_path(p, cwd) for p in patch_paths(command)):
