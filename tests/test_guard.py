@@ -290,26 +290,33 @@ def test_cursor_shell_payload_without_cwd_uses_the_workspace_root(repo: Repo, tm
 LONG = os.environ.get("DOCKET_FUZZ_PROFILE") == "long"
 DECISIONS = settings(max_examples=2000 if LONG else 200, deadline=None, derandomize=not LONG)
 LEDGERS = st.sampled_from([".docket/ledger.jsonl", "./.docket/ledger.jsonl", "sub/.docket/ledgers/events.jsonl"])
-_OPERATOR_CHARS = frozenset(";&|<>()\n")
 
-
-def known_misread(word: str) -> bool:
-    """Quoted words the guard misreads today (test_known_misreadings_of_quoted_words): a word made only of
-    operator characters is taken for an operator, and a quoted `<<X` for a heredoc that swallows the next lines."""
-    return (bool(word) and set(word) <= _OPERATOR_CHARS) or "<<" in word
-
-
-#: Any argument a shell would pass as one word: arbitrary text, quoted (but for the known misreadings).
-ARGUMENT = st.text(max_size=60).filter(lambda t: not known_misread(t)).map(shlex.quote)
+#: Any argument a shell would pass as one word: arbitrary text (operator characters and `<<X` too), quoted.
+ARGUMENT = st.text(max_size=60).map(shlex.quote)
 ARGUMENTS = st.lists(ARGUMENT, max_size=3).map(" ".join)
 #: The same, but no option: an option may change what a program does to its operands (sed -n ... -i, cp -t).
-OPERANDS = st.lists(
-    st.text(max_size=60).filter(lambda t: not known_misread(t) and not t.startswith("-")).map(shlex.quote), max_size=3
-).map(" ".join)
+OPERANDS = st.lists(st.text(max_size=60).filter(lambda t: not t.startswith("-")).map(shlex.quote), max_size=3).map(
+    " ".join
+)
+
+
+@st.composite
+def spelled(draw: st.DrawFn, path: str) -> str:
+    """path as a shell may spell it: cut into pieces, each bare, quoted ('' or "") or backslash-escaped."""
+    cuts = sorted(draw(st.sets(st.integers(1, len(path) - 1), max_size=4)))
+    pieces = [path[a:b] for a, b in zip([0, *cuts], [*cuts, len(path)], strict=True)]
+    styles = draw(st.lists(st.sampled_from(["bare", "single", "double", "escape"]), min_size=len(pieces),
+                           max_size=len(pieces)))  # fmt: skip
+    quote = {"bare": str, "single": "'{}'".format, "double": '"{}"'.format, "escape": lambda p: "\\" + "\\".join(p)}
+    return "".join(quote[style](piece) for style, piece in zip(styles, pieces, strict=True))
+
+
+#: A ledger path, spelled as a shell may spell it (`.dock"et"/ledger.jsonl` is `.docket/ledger.jsonl`).
+SPELLED_LEDGERS = LEDGERS.flatmap(spelled)
 
 
 @given(st.sampled_from(["cat", "grep", "jq", "tail", "head", "wc", "echo", "python3", "rm", "mytool"]), ARGUMENTS,
-       st.sampled_from([">", ">>", ">|", "&>", "&>>", "2>&1 >>"]), LEDGERS)  # fmt: skip
+       st.sampled_from([">", ">>", ">|", "&>", "&>>", "2>&1 >>"]), SPELLED_LEDGERS)  # fmt: skip
 @DECISIONS
 def test_any_redirection_onto_a_ledger_is_stopped(program: str, args: str, operator: str, ledger: str) -> None:
     """Whatever the program and its (quoted) arguments, a redirection onto a ledger writes it: stop."""
@@ -319,7 +326,7 @@ def test_any_redirection_onto_a_ledger_is_stopped(program: str, args: str, opera
 
 
 @given(st.sampled_from(["rm -f", "tee -a", "truncate -s 0", "shred", "touch", "vim", "sed -i", "perl -pi -e p",
-                        "python3 fix.py", "mytool --fix", "cp /tmp/x", "mv /tmp/x"]), OPERANDS, LEDGERS)  # fmt: skip
+                        "python3 fix.py", "mytool --fix", "cp /tmp/x", "mv /tmp/x"]), OPERANDS, SPELLED_LEDGERS)  # fmt: skip
 @DECISIONS
 def test_a_writer_handed_a_ledger_is_stopped(writer: str, args: str, ledger: str) -> None:
     """tee, truncate, rm, editors, sed -i, cp/mv onto one, and any unknown program or script handed a ledger: stop."""
@@ -328,7 +335,7 @@ def test_a_writer_handed_a_ledger_is_stopped(writer: str, args: str, ledger: str
 
 
 @given(st.sampled_from(["cat", "grep -n", "jq -c", "tail -n 5", "head", "wc -l", "sed -n 1p", "git log -p --",
-                        "git show", "git add", "docket claim"]), OPERANDS, LEDGERS)  # fmt: skip
+                        "git show", "git add", "docket claim"]), OPERANDS, SPELLED_LEDGERS)  # fmt: skip
 @DECISIONS
 def test_a_reader_handed_a_ledger_stays_silent(reader: str, args: str, ledger: str) -> None:
     """cat, grep, jq, tail, sed -n, git log/show/add and docket read (or record through docket): silent."""
@@ -338,7 +345,7 @@ def test_a_reader_handed_a_ledger_stays_silent(reader: str, args: str, ledger: s
 
 
 @given(
-    st.text(max_size=80).filter(lambda t: not known_misread(t)),
+    st.text(max_size=80),
     LEDGERS,
     st.sampled_from([">>", ">", "; rm", "| tee -a"]),
 )
@@ -350,25 +357,34 @@ def test_a_ledger_path_inside_a_quoted_argument_is_text(text: str, ledger: str, 
         assert command_writes_ledger(command, "/repo") is False, command
 
 
-@pytest.mark.xfail(
-    strict=True, reason="guard bug: quoted operator characters and a quoted `<<X` are read as shell syntax"
-)
 @pytest.mark.parametrize(
     ("command", "writes"),
     [
-        ("rm -f ';' .docket/ledger.jsonl", True),  # the quoted ';' splits the command: the rm goes unseen
-        ("cat '>' .docket/ledger.jsonl", False),  # the quoted '>' is taken for a redirection onto the ledger
-        ("echo '<<A\nB' >> .docket/ledger.jsonl", True),  # the quoted <<A makes the next line a heredoc body
+        ("rm -f ';' .docket/ledger.jsonl", True),  # a quoted ';' is a word: the rm is one command
+        ("rm -f \\; .docket/ledger.jsonl", True),
+        ("cat '>' .docket/ledger.jsonl", False),  # a quoted '>' is a word, not a redirection
+        ('cat ">>" .docket/ledger.jsonl', False),
+        ("echo '<<A\nB' >> .docket/ledger.jsonl", True),  # a quoted <<A opens no heredoc
         ("cat '<<A' x\nrm .docket/ledger.jsonl", True),
+        ("cat \\<<A x\nrm .docket/ledger.jsonl", True),
+        ("cat <<< A\nrm .docket/ledger.jsonl", True),  # a here-string opens no heredoc either
+        ("cat <<'A;B'\nrm .docket/ledger.jsonl\nA;B\nls", False),  # any quoted delimiter: the body is data
+        ("rm .docket/ledger.jsonl\necho 'oops", True),  # the lines before an unclosed quote are read as shell
     ],
 )
-def test_known_misreadings_of_quoted_words(command: str, writes: bool) -> None:
-    """Found by the property tests above; each still gets the wrong decision (reported to the lead)."""
+def test_quoted_words_are_words(command: str, writes: bool) -> None:
+    """Separators, redirections and heredoc markers count only outside quotes (found by the property tests)."""
     assert command_writes_ledger(command, "/repo") is writes
 
 
-@pytest.mark.xfail(
-    strict=True, reason="guard bug: the first look for `.docket` reads the raw text, before quotes are removed"
+@pytest.mark.parametrize(
+    "command",
+    [
+        'echo x >> .dock"et"/ledger.jsonl',
+        "echo x >> '.docket'/ledger.jsonl",
+        "rm .dock\\et/ledger.jsonl",
+        "cd .dock''et && echo x >> ledger.js'onl'",
+    ],
 )
-def test_known_misreading_of_a_path_split_by_quotes() -> None:
-    assert command_writes_ledger('echo x >> .dock"et"/ledger.jsonl', "/repo") is True
+def test_a_path_split_by_quotes_is_the_path(command: str) -> None:
+    assert command_writes_ledger(command, "/repo") is True

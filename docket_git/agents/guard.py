@@ -1,20 +1,21 @@
 """Which agent tool calls write a ledger file directly. Pure: no I/O.
 
-Shell commands are tokenized with the standard library's ``shlex`` (quotes,
-escapes and operators as a POSIX shell reads them), then walked segment by
-segment, following ``cd`` and ``NAME=value`` so ``cd .docket && echo x >>
-ledger.jsonl`` and ``L=.docket/ledger.jsonl; echo x >> $L`` are seen. A
-ledger path inside a quoted argument (a commit message) is text, not a target.
-When a command names a ledger and we cannot tell what it does with it (an
-unknown program, a script, an unresolved variable), the guard errs on the
-side of stopping the call: the agent is told the docket way instead.
+Shell commands are split by a small tokenizer that reads quotes, escapes,
+operators and heredocs as a POSIX shell does: an operator character or a
+``<<X`` inside quotes is part of a word, never a separator, redirection or
+heredoc. The segments are walked one by one, following ``cd`` and
+``NAME=value`` so ``cd .docket && echo x >> ledger.jsonl`` and
+``L=.docket/ledger.jsonl; echo x >> $L`` are seen. A ledger path inside a
+quoted argument (a commit message) is text, not a target. When a command
+names a ledger and we cannot tell what it does with it (an unknown program, a
+script, an unresolved variable), the guard errs on the side of stopping the
+call: the agent is told the docket way instead.
 """
 
 from __future__ import annotations
 
 import posixpath
 import re
-import shlex
 
 #: File-writing tools: Claude's and Codex's, Gemini's (write_file, replace), Copilot's (edit, create,
 #: str_replace_editor), Cursor's preToolUse (Write, StrReplace, Delete).
@@ -41,10 +42,18 @@ PATH_KEYS = ("file_path", "notebook_path", "path", "absolute_path", "target_file
 PATCH_KEYS = ("command", "input", "patch")
 
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Update File|Add File|Delete File|Move to): *(.+?) *$", re.M)
-_OPERATORS = re.compile(r"&>>|&>|>>|>\||>&|<>|<<<|<<-|<<|>|<|\|\||\|&|&&|;;|\||&|;|\(|\)|\n")
-_PUNCT = frozenset(";&|<>()\n")
+_OPERATORS = r"&>>|&>|>>|>\||>&|<>|<<<|<<-|<<|>|<|\|\||\|&|&&|;;|\||&|;|\(|\)|\n"
+#: One piece of shell text, longest operator first. Quoted pieces and escapes are parts of a word.
+_LEX = re.compile(
+    r"(?P<space>[ \t\r]+)|(?P<cont>\\\n)|(?P<op>" + _OPERATORS + r")"
+    r"|(?P<ansi>\$'(?:[^'\\]|\\.)*')|(?P<plain>(?:[^ \t\r\n'\"\\;&|<>()$]|\$(?!'))+)"
+    r"|(?P<single>'[^']*')|(?P<double>\"(?:[^\"\\]|\\.)*\")|(?P<escape>\\.)",
+    re.S,
+)
+_DOUBLE_ESCAPE = re.compile(r"\\([$`\"\\\n])")
+_ANSI_ESCAPE = re.compile(r"\\(.)", re.S)
+_HEREDOCS = frozenset({"<<", "<<-"})
 _WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
-_HEREDOC_START = re.compile(r"<<-?\s*(['\"]?)([\w.-]+)\1")
 _VAR = re.compile(r"\$\{?(\w+)\}?")
 _ASSIGN = re.compile(r"^([A-Za-z_]\w*)=(.*)$", re.S)
 
@@ -97,45 +106,63 @@ def patch_paths(patch: str) -> list[str]:
 # -- shell ----------------------------------------------------------------------------------
 
 
-def _heredocs(command: str) -> tuple[str, str]:
-    """(command with heredoc bodies removed, the bodies' text): a body is data, not shell."""
-    if "<<" not in command:
-        return command, ""
-    kept: list[str] = []
-    bodies: list[str] = []
-    pending: list[tuple[str, bool]] = []
-    for line in command.split("\n"):
-        if pending:
-            delimiter, tabs = pending[0]
-            if (line.lstrip("\t") if tabs else line).rstrip() == delimiter:
-                pending.pop(0)
-            else:
-                bodies.append(line)
-            continue
-        kept.append(line)
-        for match in _HEREDOC_START.finditer(line):
-            if not line[match.start() :].startswith("<<<"):
-                pending.append((match.group(2), line[match.start() :].startswith("<<-")))
-    return "\n".join(kept), "\n".join(bodies)
+def _unquote(kind: str, piece: str) -> str:
+    """The text a quoted piece or an escape stands for."""
+    if kind == "single":
+        return piece[1:-1]
+    if kind == "double":
+        return _DOUBLE_ESCAPE.sub(lambda m: "" if m.group(1) == "\n" else m.group(1), piece[1:-1])
+    if kind == "ansi":
+        return _ANSI_ESCAPE.sub(lambda m: "\n" if m.group(1) == "n" else m.group(1), piece[2:-1])
+    return piece[1:]  # escape
 
 
-def _tokens(command: str) -> list[tuple[str, bool]] | None:
-    """(text, is_operator) pairs as a POSIX shell splits them; None when the quoting does not close."""
-    lex = shlex.shlex(command, posix=True, punctuation_chars=";&|<>()\n")
-    lex.whitespace = " \t\r"
-    lex.whitespace_split = True
-    lex.commenters = ""
-    try:
-        raw = list(lex)
-    except ValueError:
-        return None
+def _tokens(command: str) -> tuple[list[tuple[str, bool]], str]:
+    """(text, is_operator) pairs as a POSIX shell splits them, and the heredoc bodies' text (data, not shell).
+
+    Separators, redirections and ``<<X`` count only outside quotes. A heredoc body runs from the end of
+    the line that opened it to its delimiter line. From a quote that never closes (no shell would run
+    the command as written), the rest is split on whitespace and judged as words.
+    """
     out: list[tuple[str, bool]] = []
-    for token in raw:
-        if token and set(token) <= _PUNCT:
-            out.extend((op, True) for op in _OPERATORS.findall(token))
-        else:
-            out.append((token, False))
-    return out
+    bodies: list[str] = []
+    pending: list[tuple[str, bool]] = []  # heredocs opened on this line: (delimiter, strip tabs)
+    word: list[str] | None = None
+    pos, end = 0, len(command)
+    while pos < end:
+        match = _LEX.match(command, pos)
+        if match is None:  # an unclosed quote
+            if word is not None:
+                out.append(("".join(word), False))
+                word = None
+            out.extend((w, False) for w in command[pos:].split())
+            break
+        kind, piece = match.lastgroup, match.group()
+        pos = match.end()
+        if kind in ("plain", "single", "double", "ansi", "escape"):
+            if word is None:
+                word = []
+            word.append(piece if kind == "plain" else _unquote(kind, piece))  # type: ignore[arg-type]
+            continue
+        if kind == "cont":
+            continue
+        if word is not None:
+            text = "".join(word)
+            if out and out[-1][1] and out[-1][0] in _HEREDOCS:
+                pending.append((text, out[-1][0] == "<<-"))
+            out.append((text, False))
+            word = None
+        if kind == "op":
+            out.append((piece, True))
+            while piece == "\n" and pending:
+                delimiter, tabs = pending.pop(0)
+                line = re.compile(("^\t*" if tabs else "^") + re.escape(delimiter) + r"[^\S\n]*$", re.M)
+                found = line.search(command, pos)
+                bodies.append(command[pos : found.start() if found else end].removesuffix("\n"))
+                pos = found.end() + 1 if found else end
+    if word is not None:
+        out.append(("".join(word), False))
+    return out, "\n".join(bodies)
 
 
 class _Segment:
@@ -302,15 +329,13 @@ def _git_subcommand(args: list[str]) -> str:
 
 def command_writes_ledger(command: str, cwd: str = "") -> bool:
     """True when a shell command writes, moves or deletes a ledger file (or may, and names one)."""
-    if ".docket" not in command and not ("cd" in command and ".jsonl" in command):
-        return False
+    if ".docket" not in command:  # the cheap look first: most commands never name a ledger
+        text = command.replace("'", "").replace('"', "").replace("\\", "")  # `.dock"et"` is `.docket`
+        if ".docket" not in text and not ("cd" in text and ".jsonl" in text):
+            return False
     if "*** Begin Patch" in command and any(is_ledger_path(p, cwd) for p in patch_paths(command)):
         return True  # `apply_patch <<'EOF'` run through the shell
-    text, bodies = _heredocs(command)
-    tokens = _tokens(text)
-    if tokens is None:
-        # Unbalanced quotes: no shell would run it as written; judge the words we can see.
-        tokens = [(w, False) for w in text.split()]
+    tokens, bodies = _tokens(command)
     segments = _segments(tokens)
     walk = _Walk(cwd, bodies, names_ledger=False)
     walk.names_ledger = any(walk.ledger(w) for s in segments for w in [*s.words, *s.targets])
@@ -357,6 +382,8 @@ def ledger_write(tool_name: str, tool_input: dict, cwd: str = "") -> str | None:
     if tool_name in SHELL_TOOLS:
         command = tool_input.get("command")
         if isinstance(command, list):
+            import shlex  # only for an argv list; most calls never need it
+
             command = " ".join(shlex.quote(str(c)) for c in command)
         if isinstance(command, str) and command_writes_ledger(command, cwd):
             return "the ledger named in this command"
