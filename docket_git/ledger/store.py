@@ -145,7 +145,7 @@ def locked(path: Path, *, exclusive: bool, leave_none: bool = False) -> Iterator
     """
     lock_path = path.with_name(path.name + ".lock")
     root = root_of(path)
-    while True:
+    for attempt in range(_RELOCKS + 1):
         created = False
         try:
             if leave_none:
@@ -153,10 +153,7 @@ def locked(path: Path, *, exclusive: bool, leave_none: bool = False) -> Iterator
                     fd = files.open_fd(lock_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, root)
                     created = True
                 except FileExistsError:
-                    try:
-                        fd = files.open_fd(lock_path, os.O_RDWR, root)
-                    except FileNotFoundError:
-                        continue  # removed between the two opens: create it again
+                    fd = files.open_fd(lock_path, os.O_RDWR | os.O_CREAT, root)  # (kept, whoever made it)
             else:
                 fd = files.open_fd(lock_path, os.O_RDWR | os.O_CREAT, root)
         except OSError as exc:
@@ -166,7 +163,7 @@ def locked(path: Path, *, exclusive: bool, leave_none: bool = False) -> Iterator
             return
         try:
             fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-            if _same_file(fd, lock_path):
+            if attempt == _RELOCKS or _same_file(fd, lock_path):
                 break
         except BaseException:
             os.close(fd)
@@ -181,6 +178,10 @@ def locked(path: Path, *, exclusive: bool, leave_none: bool = False) -> Iterator
         raise
     finally:
         os.close(fd)
+
+
+#: How often a locker opens the lock file again after finding it removed while it waited (then it goes on).
+_RELOCKS = 20
 
 
 def _same_file(fd: int, path: Path) -> bool:
@@ -602,8 +603,8 @@ def recover(path: Path) -> None:
     finally:
         os.close(fd)
     if pending:
-        with contextlib.suppress(OSError), locked(path, exclusive=True) as lock_fd:
-            writer_bytes(path, lock_fd)
+        with contextlib.suppress(OSError, LedgerError), locked(path, exclusive=True) as lock_fd:
+            writer_bytes(path, lock_fd)  # a checkout this cannot write goes on as it is
 
 
 def _roll_back(path: Path, data: bytes, length: int) -> bytes:

@@ -214,7 +214,7 @@ def _settled_tail(path: Path, fd: int) -> tuple[int, bytes]:
     os.ftruncate(fd, keep)
     os.fsync(fd)
     notice(f"{path}: removed a torn last line ({len(torn)} bytes after byte {keep}, no newline) a killed writer left")
-    return base, tail[:start]
+    return _settled_tail(path, fd)  # the file now ends in a newline: the last _TAIL bytes of what is left
 
 
 def _stage(
