@@ -147,3 +147,25 @@ def test_a_committed_ledgers_link_gets_a_clear_refusal_not_a_crash(repo: Repo) -
     assert commit.returncode == 0, commit.stderr
     # And from then on, with the link still at HEAD~1, nothing crashes.
     assert repo.docket("check", "--staged", "--against", "HEAD~1").code == 0
+
+
+def test_refused_writes_removing_their_lock_never_let_two_writers_in(repo: Repo) -> None:
+    """Refused writers remove the lock file they created while others wait on it: no write is lost."""
+    declare(repo, '[ledgers.rows]\ntype = "table"\nkey = "k"\n')
+    procs = []
+    for i in range(8):
+        operation = {"operation": "insert", "value": {"k": f"k{i}"}} if i % 2 else {
+            "operation": "update", "key": "missing", "patch": {}}  # fmt: skip
+        procs.append(
+            subprocess.Popen(
+                [DOCKET, "ledger", "append", "rows", json.dumps(operation)],
+                cwd=repo.path,
+                env=repo.env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+    codes = [p.wait() for p in procs]
+    assert codes == [1, 0] * 4
+    assert _count(repo, "rows") == 4
+    assert repo.docket("ledger", "check", "rows").code == 0
