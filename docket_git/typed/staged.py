@@ -8,6 +8,7 @@ changing or dropping a record is not.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from docket_git.typed import envelope
@@ -36,32 +37,38 @@ def _index(root: Path):  # a pygit2.Index (imported late), or None
     return repo.index
 
 
-def staged_paths(root: Path) -> list[str]:
-    """The typed ledger files in git's index (honours GIT_INDEX_FILE)."""
+def _staged(root: Path) -> list[tuple[str, int]]:
+    """(path, mode) of the typed ledger files in git's index, and of ``.docket/ledgers`` itself when it is
+    an entry (a link or file there); one pass over the index (honours GIT_INDEX_FILE)."""
     index = _index(root)
     if index is None:
         return []
-    return sorted(e.path for e in index if e.path.startswith(PREFIX) and e.path.endswith(".jsonl"))
+    out = [(e.path, e.mode) for e in index if e.path.startswith(PREFIX) and e.path.endswith(".jsonl")]
+    with contextlib.suppress(KeyError):
+        out.append((FOLDER, index[FOLDER].mode))
+    return out
 
 
-def _not_regular(root: Path) -> list[str]:
+def staged_paths(root: Path) -> list[str]:
+    """The typed ledger files in git's index (honours GIT_INDEX_FILE)."""
+    return sorted(path for path, _ in _staged(root) if path != FOLDER)
+
+
+def _not_regular(staged: list[tuple[str, int]]) -> list[str]:
     """Refusals for a staged ``.docket/ledgers`` that is not a directory, or a typed ledger that is not a file.
 
     A committed link there would make every clone's typed ledgers live
     wherever it points (docket refuses to read through it), so it is never
     committed.
     """
-    index = _index(root)
-    if index is None:
-        return []
     out = []
-    for e in index:
-        if e.path == FOLDER or (e.path.startswith(PREFIX) and e.path.endswith(".jsonl") and e.mode not in _REGULAR):
-            kind = "a symbolic link" if e.mode == 0o120000 else "not a regular file"
-            what = "typed ledgers live in a directory there" if e.path == FOLDER else "a typed ledger is a plain file"
+    for path, mode in staged:
+        if path == FOLDER or mode not in _REGULAR:
+            kind = "a symbolic link" if mode == 0o120000 else "not a regular file"
+            what = "typed ledgers live in a directory there" if path == FOLDER else "a typed ledger is a plain file"
             out.append(
-                f"{e.path} is staged as {kind}, and {what} (docket never reads one through a link); "
-                f"unstage it with 'git rm --cached {e.path}' and commit a real one"
+                f"{path} is staged as {kind}, and {what} (docket never reads one through a link); "
+                f"unstage it with 'git rm --cached {path}' and commit a real one"
             )
     return out
 
@@ -98,8 +105,9 @@ def check(root: Path, against: str | None = None) -> list[str]:
 
     rev = against or "HEAD"
     heads = [] if against else gitio.merge_heads(root)
-    rels = set(staged_paths(root))
-    out: list[str] = _not_regular(root)
+    staged = _staged(root)
+    rels = {path for path, _ in staged if path != FOLDER}
+    out: list[str] = _not_regular(staged)
     committed_paths = _committed_paths(root, rev)
     for rel in sorted(rels | committed_paths):
         parents = []
