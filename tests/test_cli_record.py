@@ -191,18 +191,18 @@ def test_outside_git_without_a_ledger(tmp_path, env) -> None:
 
 def test_init_is_idempotent(repo: Repo) -> None:
     ignore = repo.path / ".docket" / ".gitignore"
-    assert ignore.read_text() == "*.lock\n*.migrating\n*.schema1\n"
+    assert ignore.read_text() == "*.lock\n*.migrating\n*.schema1\n.*.tmp\n"
     result = repo.ok("init")
     assert result.out.splitlines()[0] == f"docket: already project-local at {repo.ledger}"
-    assert ignore.read_text() == "*.lock\n*.migrating\n*.schema1\n"
+    assert ignore.read_text() == "*.lock\n*.migrating\n*.schema1\n.*.tmp\n"
 
 
 def test_init_adds_missing_ignore_patterns_and_keeps_the_users(repo: Repo) -> None:
     ignore = repo.path / ".docket" / ".gitignore"
     ignore.write_text("*.lock\nscratch/")  # an older init's file, edited by hand, no final newline
     result = repo.ok("init")
-    assert f"docket: added *.migrating, *.schema1 to {ignore}" in result.out
-    assert ignore.read_text() == "*.lock\nscratch/\n*.migrating\n*.schema1\n"
+    assert f"docket: added *.migrating, *.schema1, .*.tmp to {ignore}" in result.out
+    assert ignore.read_text() == "*.lock\nscratch/\n*.migrating\n*.schema1\n.*.tmp\n"
 
 
 def test_batch_record_with_references(repo: Repo) -> None:

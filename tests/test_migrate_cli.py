@@ -86,7 +86,7 @@ def test_the_backup_stays_out_of_commits_even_with_an_older_ignore_file(repo: Re
     ignore.write_text("*.lock\n*.migrating\n")  # what init wrote before the backup was ignored
     put(repo, jsonl(every_shape()))
     result = repo.ok("migrate")
-    assert result.out.splitlines()[-1] == f"docket: added *.schema1 to {ignore}"
+    assert result.out.splitlines()[-1] == f"docket: added *.schema1, .*.tmp to {ignore}"
     status = repo.git("status", "--porcelain", "--untracked-files=all")
     assert "schema1" not in status and ".docket/ledger.jsonl" in status
 

@@ -14,6 +14,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -92,9 +93,10 @@ def no_ledger(start: Path) -> str:
 
 # -- creating -----------------------------------------------------------------
 
-#: Files docket keeps beside the ledger that never belong in a commit: lock files, and the
-#: half-written new ledger of an interrupted `docket migrate`.
-IGNORED = ("*.lock", "*.migrating", "*.schema1")
+#: Files docket keeps beside the ledger that never belong in a commit: lock files, the
+#: half-written new ledger of an interrupted `docket migrate`, and the temp file of a rewrite
+#: (``.NAME.PID.HEX.tmp``) a killed process left.
+IGNORED = ("*.lock", "*.migrating", "*.schema1", ".*.tmp")
 
 
 def create(path: Path) -> None:
@@ -130,26 +132,64 @@ def ensure_ignored(directory: Path) -> str | None:
 
 
 @contextlib.contextmanager
-def locked(path: Path, *, exclusive: bool) -> Iterator[int | None]:
+def locked(path: Path, *, exclusive: bool, leave_none: bool = False) -> Iterator[int | None]:
     """Hold the ledger's lock file (shared for reads, exclusive for writes); yield its descriptor.
 
     The lock file is never followed through a link. A read in a directory it
     cannot create the lock in (a read-only checkout) goes on unlocked
-    (yielding None); a write cannot.
+    (yielding None); a write cannot. ``leave_none``: a write that this call
+    created the lock file for, and that fails (raises), removes the lock file
+    again, so a refused write leaves no file behind. Whoever locks checks,
+    once it holds the lock, that the file is still the one at the path (one
+    removed meanwhile is opened again).
     """
     lock_path = path.with_name(path.name + ".lock")
+    root = root_of(path)
+    for attempt in range(_RELOCKS + 1):
+        created = False
+        try:
+            if leave_none:
+                try:
+                    fd = files.open_fd(lock_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, root)
+                    created = True
+                except FileExistsError:
+                    fd = files.open_fd(lock_path, os.O_RDWR | os.O_CREAT, root)  # (kept, whoever made it)
+            else:
+                fd = files.open_fd(lock_path, os.O_RDWR | os.O_CREAT, root)
+        except OSError as exc:
+            if exclusive:
+                raise LedgerError(f"cannot lock {lock_path}: {exc.strerror}") from None
+            yield None  # a read-only checkout can still be read
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            if attempt == _RELOCKS or _same_file(fd, lock_path):
+                break
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # removed (by a refused write) while this waited: lock the file there now
     try:
-        fd = files.open_fd(lock_path, os.O_RDWR | os.O_CREAT, root_of(path))
-    except OSError as exc:
-        if exclusive:
-            raise LedgerError(f"cannot lock {lock_path}: {exc.strerror}") from None
-        yield None  # a read-only checkout can still be read
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
         yield fd
+    except BaseException:
+        if created and _journal(fd) is None:
+            with contextlib.suppress(OSError):
+                os.unlink(lock_path)  # still held: nobody else can be using this file
+        raise
     finally:
         os.close(fd)
+
+
+#: How often a locker opens the lock file again after finding it removed while it waited (then it goes on).
+_RELOCKS = 20
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        here, there = os.fstat(fd), os.lstat(path)
+    except OSError:
+        return False
+    return (here.st_ino, here.st_dev) == (there.st_ino, there.st_dev)
 
 
 # -- the batch journal -----------------------------------------------------------
@@ -497,26 +537,74 @@ def write_records(
     them); it must hold the 4 KB before ``keep`` (or start at 0) and every
     byte after it, which a failed write puts back. ``ledger_fd``: the ledger,
     open for writing, when the caller opened it. A batch is journaled in the
-    lock file first, so a reader never sees part of it and the next writer
-    cuts off what a killed writer left.
+    lock file first (``write_batch``), so a reader never sees part of it and
+    the next writer cuts off what a killed writer left.
     """
-    if base and keep - base < 4096:
-        raise ValueError("write_records: data must hold the 4 KB before keep")
     at = keep - base
     payload = b"".join(canonical.line(r) for r in records)
     if keep and data[at - 1 : at] != b"\n":
         payload = b"\n" + payload
-    if len(records) > 1:
+    return write_batch(path, fd, data, keep, payload, base=base, ledger_fd=ledger_fd, journal=len(records) > 1)
+
+
+def write_batch(
+    path: Path,
+    fd: int,
+    data: bytes,
+    keep: int,
+    payload: bytes,
+    *,
+    base: int = 0,
+    ledger_fd: int | None = None,
+    journal: bool = True,
+) -> bytes:
+    """Under the exclusive lock (``fd``): write payload (whole lines) after the first ``keep`` bytes, fsynced.
+
+    The one all-or-nothing write of every append-only file docket keeps (the
+    ledger, typed ledgers): with ``journal`` the batch is recorded in the lock
+    file first and cleared once it is fsynced, so ``writer_bytes`` (and
+    ``recover``) cut off what a killed writer left. ``data``, ``base`` and
+    ``ledger_fd`` as for ``write_records``.
+    """
+    if base and keep - base < 4096:
+        raise ValueError("write_batch: data must hold the 4 KB before keep")
+    at = keep - base
+    if journal:
         _set_journal(fd, _lead(data, at), keep, keep + len(payload), canonical.sha256(payload))
     try:
         _write_at(path, data[at:], keep, payload, ledger_fd)
     except LedgerError:
-        if len(records) > 1:
+        if journal:
             _clear_journal(fd)  # the file is as it was: no batch for the next writer to cut off
         raise
-    if len(records) > 1:
+    if journal:
         _clear_journal(fd)
     return payload
+
+
+def recover(path: Path) -> None:
+    """Before reading an append-only file whose readers cannot hide a batch: cut off one a killed writer left.
+
+    For files read by something other than ``current_bytes`` (typed ledgers:
+    their projection reads the file itself). A batch journaled in the lock
+    file, seen under the shared lock, was left by a killed writer (a live one
+    holds the exclusive lock until it clears it): it is cut off under the
+    exclusive lock, with a notice, as the next writer would. No lock file, or
+    one that cannot be read: nothing to do.
+    """
+    lock_path = path.with_name(path.name + ".lock")
+    try:
+        fd = files.open_fd(lock_path, os.O_RDONLY, root_of(path))
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        pending = _journal(fd) is not None
+    finally:
+        os.close(fd)
+    if pending:
+        with contextlib.suppress(OSError, LedgerError), locked(path, exclusive=True) as lock_fd:
+            writer_bytes(path, lock_fd)  # a checkout this cannot write goes on as it is
 
 
 def _roll_back(path: Path, data: bytes, length: int) -> bytes:
@@ -545,6 +633,7 @@ def _write_at(path: Path, after: bytes, offset: int, payload: bytes, fd: int | N
             raise LedgerError(f"append: cannot open {path}: {exc.strerror}") from None
     try:
         try:
+            fault_point(fd, payload, offset)
             _pwrite_all(fd, payload, offset)
             os.ftruncate(fd, offset + len(payload))
             os.fsync(fd)
@@ -557,6 +646,23 @@ def _write_at(path: Path, after: bytes, offset: int, payload: bytes, fd: int | N
     finally:
         if own:
             os.close(fd)
+
+
+#: A test's fault hook: ``DOCKET_FAULT=kill-mid-batch`` makes the next append-only write kill its own process
+#: (SIGKILL) once half its bytes are on disk, so crash tests need not guess when a write is under way.
+FAULT_ENV = "DOCKET_FAULT"
+
+
+def fault_point(fd: int, payload: bytes, offset: int) -> None:
+    """The test hook before a write of payload at offset: with ``DOCKET_FAULT=kill-mid-batch``, die halfway."""
+    if os.environ.get(FAULT_ENV) != "kill-mid-batch":
+        return
+    import signal
+
+    half = len(payload) // 2
+    _pwrite_all(fd, payload[:half], offset)
+    os.fsync(fd)
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
@@ -609,7 +715,42 @@ def write_atomic(path: Path, data: bytes, root: Path | None = None) -> None:
     Never writes through a link at path; ``root`` (default: the directory
     holding ``.docket/`` for a ledger path) bounds the directories checked.
     """
+    remove_stale_temps(path)
     try:
         files.write_replace(path, data, root)
     except OSError as exc:
         raise LedgerError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def remove_stale_temps(path: Path, names: str | None = None) -> None:
+    """Remove the temp files killed rewrites of path left beside it, each with a notice.
+
+    Rewrites (``write_atomic``, session writes) write ``.NAME.PID[.HEX].tmp``
+    beside the file; one whose process is gone is stale. ``names``: a regular
+    expression of the file names whose temp files to remove (default: path's
+    own name). A link by that name is removed, never followed.
+    """
+    pattern = re.compile(rf"\.(?:{names or re.escape(path.name)})\.(\d+)(?:\.[0-9a-f]+)?\.tmp")
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return
+    for entry in entries:
+        found = pattern.fullmatch(entry.name)
+        if found is None or _alive(int(found.group(1))):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(entry.path)
+            notice(f"removed {entry.path}, the temp file of a write a killed process left")
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):
+        return True  # not ours to signal (or not a pid): leave it
+    return True

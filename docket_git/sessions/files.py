@@ -12,6 +12,7 @@ are opened with ``O_NOFOLLOW``.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -21,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from docket_git.digest import sha256
+from docket_git.ledger import store
 from docket_git.ledger.recording import UsageError
 from docket_git.ledger.store import LedgerError
 from docket_git.repo import files
@@ -91,7 +93,9 @@ def _write_new(path: Path, text: str) -> None:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(path, flags, 0o644)
     try:
-        view = memoryview(text.encode("utf-8"))
+        data = text.encode("utf-8")
+        store.fault_point(fd, data, 0)
+        view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
         os.fsync(fd)
@@ -108,9 +112,23 @@ def _sync_dir(directory: Path) -> None:
             os.close(fd)
 
 
-def replace_text(path: Path, text: str) -> None:
-    """Replace path with text: a new temp file beside it (O_EXCL, O_NOFOLLOW), fsync, rename."""
+#: The session files whose temp files (``.NAME.PID.tmp``) a writer holding the directory lock may remove.
+_SESSION_NAMES = r"[^/]+\.md"
+
+
+def replace_text(path: Path, text: str, *, new: bool = False) -> None:
+    """Replace path with text: a new temp file beside it (O_EXCL, O_NOFOLLOW), fsync, rename. All or nothing.
+
+    Call it holding the directory's lock (``dir_locked``): it first removes the
+    temp files killed writers left. ``new``: path must not exist yet
+    (``FileExistsError``), so a killed ``init`` never leaves a partial file.
+    """
+    store.remove_stale_temps(path, _SESSION_NAMES)
+    if new and os.path.lexists(path):
+        raise FileExistsError(errno.EEXIST, "exists", str(path))
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()  # an earlier process with this pid left it: under the lock nobody else writes it
     try:
         _write_new(tmp, text)
         os.replace(tmp, path)
@@ -271,12 +289,9 @@ def init(
         for stamp in candidates:
             path = directory / fmt.session_name(stamp, project)
             try:
-                _write_new(path, fmt.new_file(meta))
+                replace_text(path, fmt.new_file(meta), new=True)
             except FileExistsError:
                 continue
-            except OSError as exc:
-                raise LedgerError(f"cannot create {path}: {exc.strerror}") from None
-            _sync_dir(directory)
             set_active(cwd, path)
             return path, True
     raise LedgerError(f"over 100 sessions of {project} started in one second in {directory}; wait a second")
@@ -294,13 +309,11 @@ def _init_legacy(cwd: Path, target_dir: str, meta: dict[str, str], create_dir: b
     path = directory / fmt.LEGACY_NAME
     with dir_locked(directory):
         try:
-            _write_new(path, fmt.new_file(meta))
+            replace_text(path, fmt.new_file(meta), new=True)
         except FileExistsError:
             parse(path, read_text(path))  # an existing single-file ledger is kept, never overwritten
             set_active(cwd, path)
             return path, False
-        except OSError as exc:
-            raise LedgerError(f"cannot create {path}: {exc.strerror}") from None
     set_active(cwd, path)
     return path, True
 

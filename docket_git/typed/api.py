@@ -4,11 +4,13 @@ compact and verify. The CLI (``docket ledger ...``) is a thin layer over these f
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import uuid
 from pathlib import Path
 
+from docket_git.errors import notice
 from docket_git.ledger import db, store
 from docket_git.ledger.store import LedgerError
 from docket_git.repo import files
@@ -83,6 +85,7 @@ def _ensure(root: Path, ledger: Ledger) -> Path:
 
 def projection(root: Path, ledger: Ledger) -> Path:
     """The ledger's projection, proved current (rebuilt or extended if the file changed)."""
+    store.recover(ledger_file(root, ledger.name))  # a batch a killed writer left is never seen in part
     path = database(root, ledger)
     with db.lock(path):
         return _ensure(root, ledger)
@@ -121,23 +124,55 @@ def append(root: Path, ledger: Ledger, operations: list[object], *, txn: str | N
         checked.append(op)
     txn = txn or default_txn()
     path = ledger_file(root, ledger.name)
+    made = not os.path.lexists(path.parent)
     try:
         files.make_dirs(path.parent, root)
     except OSError as exc:
         raise LedgerError(f"cannot create {path.parent}: {exc.strerror}") from None
     dbp = database(root, ledger)
-    with store.locked(path, exclusive=True), db.lock(dbp):
+    try:
+        with store.locked(path, exclusive=True, leave_none=True) as lock_fd, db.lock(dbp):
+            assert lock_fd is not None  # an exclusive lock is never None
+            return _append_locked(root, ledger, path, dbp, lock_fd, checked, txn)
+    except BaseException:
+        if made:
+            with contextlib.suppress(OSError):
+                path.parent.rmdir()  # a refused first write leaves no directory either (when nothing else is in it)
+        raise
+
+
+#: How much of a typed ledger's end an append reads: the 4 KB the batch journal digests, and the last line.
+_TAIL = 1 << 16
+
+
+def _append_locked(
+    root: Path, ledger: Ledger, path: Path, dbp: Path, lock_fd: int, checked: list[dict], txn: str
+) -> list[tuple[str, bool]]:
+    """Under the file's lock and the projection's: settle what a killed writer left, then write the batch."""
+    _regular(path)
+    if store.journaled(lock_fd):
+        store.writer_bytes(path, lock_fd)  # cuts off a batch a killed writer left unfinished (with a notice)
+    try:
+        fd: int | None = files.open_fd(path, os.O_RDWR, root)
+    except FileNotFoundError:
+        fd = None  # created by the write, so a refused first write leaves no file
+    except OSError as exc:
+        raise LedgerError(f"cannot open {path}: {exc.strerror}") from None
+    try:
+        base, tail = (0, b"") if fd is None else _settled_tail(path, fd)
         _ensure(root, ledger)
         conn = db.writer(dbp)
         try:
-            torn = _torn(path)
             (count,) = conn.execute("SELECT count FROM _lines").fetchone()
-            results, payload = _stage(conn, ledger, checked, txn, count + torn + 1)
+            results, payload = _stage(conn, ledger, checked, txn, count + 1)
             if not payload:
                 conn.execute("ROLLBACK")
                 return results
-            conn.execute("UPDATE _lines SET count = ?", (count + torn + payload.count(b"\n"),))
-            _write(path, b"\n" + payload if torn else payload)
+            conn.execute("UPDATE _lines SET count = ?", (count + payload.count(b"\n"),))
+            keep = base + len(tail)
+            store.write_batch(
+                path, lock_fd, tail, keep, payload, base=base, ledger_fd=fd, journal=payload.count(b"\n") > 1
+            )
             db.stamp(conn, path, _fingerprint(ledger), None)
             conn.execute("COMMIT")
         except BaseException:
@@ -146,7 +181,40 @@ def append(root: Path, ledger: Ledger, operations: list[object], *, txn: str | N
             raise
         finally:
             conn.close()
+    finally:
+        if fd is not None:
+            os.close(fd)
     return results
+
+
+def _settled_tail(path: Path, fd: int) -> tuple[int, bytes]:
+    """(base, the file's bytes from base on, ending in a newline), having settled a torn last line.
+
+    Lines are written whole and acknowledged only once fsynced, so bytes after
+    the last newline are a write a killed process never finished (or that
+    lost its newline): one that is not a valid record is removed, with a
+    notice; a valid record gets its newline.
+    """
+    size = os.fstat(fd).st_size
+    base = max(0, size - _TAIL)
+    tail = store.read_from(fd, base, size)
+    if not tail or tail.endswith(b"\n"):
+        return base, tail
+    start = tail.rfind(b"\n") + 1
+    if start == 0 and base:
+        base, tail = 0, store.read_from(fd, 0, size)  # a last line longer than the tail read
+        start = tail.rfind(b"\n") + 1
+    torn = tail[start:]
+    (found,) = envelope.parse_lines([(1, torn)])
+    if type(found) is envelope.Record:
+        os.pwrite(fd, b"\n", size)
+        os.fsync(fd)
+        return base, tail + b"\n"
+    keep = base + start
+    os.ftruncate(fd, keep)
+    os.fsync(fd)
+    notice(f"{path}: removed a torn last line ({len(torn)} bytes after byte {keep}, no newline) a killed writer left")
+    return _settled_tail(path, fd)  # the file now ends in a newline: the last _TAIL bytes of what is left
 
 
 def _stage(
@@ -184,28 +252,6 @@ def _stage(
         lines.append(raw)
         results.append((rid, True))
     return results, b"".join(lines)
-
-
-def _torn(path: Path) -> bool:
-    """The file ends in a torn line (a crash mid-write): an append first ends that line, so it stays a
-    diagnostic of its own rather than swallowing the new record."""
-    try:
-        fd = files.open_fd(path, os.O_RDONLY, path.parent.parent.parent)
-    except FileNotFoundError:
-        return False
-    try:
-        size = os.fstat(fd).st_size
-        return bool(size) and os.pread(fd, 1, size - 1) != b"\n"
-    finally:
-        os.close(fd)
-
-
-def _write(path: Path, payload: bytes) -> None:
-    fd = files.open_fd(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, path.parent.parent.parent)
-    try:
-        files.write_all(fd, payload)
-    finally:
-        os.close(fd)
 
 
 def query(root: Path, ledger: Ledger, sql: str) -> tuple[list[str], list[tuple]]:
@@ -251,8 +297,10 @@ def compact(root: Path, ledger: Ledger) -> tuple[int, int]:
     replayed from the new bytes must equal the old before the file is replaced.
     """
     path = ledger_file(root, ledger.name)
-    with store.locked(path, exclusive=True):
+    with store.locked(path, exclusive=True, leave_none=True) as lock_fd:
         _regular(path)
+        if lock_fd is not None and store.journaled(lock_fd):
+            store.writer_bytes(path, lock_fd)  # a batch a killed writer left is not compacted in
         try:
             data = files.read_bytes(path, root, files.LEDGER_CAP)
         except FileNotFoundError:

@@ -8,6 +8,7 @@ changing or dropping a record is not.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from docket_git.typed import envelope
@@ -15,8 +16,11 @@ from docket_git.typed import envelope
 PREFIX = ".docket/ledgers/"
 
 
-def staged_paths(root: Path) -> list[str]:
-    """The typed ledger files in git's index (honours GIT_INDEX_FILE)."""
+FOLDER = ".docket/ledgers"
+_REGULAR = (0o100644, 0o100755)
+
+
+def _index(root: Path):  # a pygit2.Index (imported late), or None
     import os
 
     import pygit2
@@ -25,14 +29,48 @@ def staged_paths(root: Path) -> list[str]:
 
     repo = gitio.open_repo(root)
     if repo is None:
-        return []
+        return None
     index_file = os.environ.get("GIT_INDEX_FILE")
     if index_file:
         path = Path(index_file)
-        index = pygit2.Index(str(path if path.is_absolute() else Path(repo.workdir or ".") / path))
-    else:
-        index = repo.index
-    return sorted(e.path for e in index if e.path.startswith(PREFIX) and e.path.endswith(".jsonl"))
+        return pygit2.Index(str(path if path.is_absolute() else Path(repo.workdir or ".") / path))
+    return repo.index
+
+
+def _staged(root: Path) -> list[tuple[str, int]]:
+    """(path, mode) of the typed ledger files in git's index, and of ``.docket/ledgers`` itself when it is
+    an entry (a link or file there); one pass over the index (honours GIT_INDEX_FILE)."""
+    index = _index(root)
+    if index is None:
+        return []
+    out = [(e.path, e.mode) for e in index if e.path.startswith(PREFIX) and e.path.endswith(".jsonl")]
+    with contextlib.suppress(KeyError):
+        out.append((FOLDER, index[FOLDER].mode))
+    return out
+
+
+def staged_paths(root: Path) -> list[str]:
+    """The typed ledger files in git's index (honours GIT_INDEX_FILE)."""
+    return sorted(path for path, _ in _staged(root) if path != FOLDER)
+
+
+def _not_regular(staged: list[tuple[str, int]]) -> list[str]:
+    """Refusals for a staged ``.docket/ledgers`` that is not a directory, or a typed ledger that is not a file.
+
+    A committed link there would make every clone's typed ledgers live
+    wherever it points (docket refuses to read through it), so it is never
+    committed.
+    """
+    out = []
+    for path, mode in staged:
+        if path == FOLDER or mode not in _REGULAR:
+            kind = "a symbolic link" if mode == 0o120000 else "not a regular file"
+            what = "typed ledgers live in a directory there" if path == FOLDER else "a typed ledger is a plain file"
+            out.append(
+                f"{path} is staged as {kind}, and {what} (docket never reads one through a link); "
+                f"unstage it with 'git rm --cached {path}' and commit a real one"
+            )
+    return out
 
 
 def faults(rel: str, staged: bytes | None, parents: list[tuple[str, bytes]]) -> list[str]:
@@ -67,8 +105,9 @@ def check(root: Path, against: str | None = None) -> list[str]:
 
     rev = against or "HEAD"
     heads = [] if against else gitio.merge_heads(root)
-    rels = set(staged_paths(root))
-    out: list[str] = []
+    staged = _staged(root)
+    rels = {path for path, _ in staged if path != FOLDER}
+    out: list[str] = _not_regular(staged)
     committed_paths = _committed_paths(root, rev)
     for rel in sorted(rels | committed_paths):
         parents = []
@@ -89,7 +128,9 @@ def _committed_paths(root: Path, rev: str) -> set[str]:
     if repo is None:
         return set()
     try:
-        folder = repo.revparse_single(rev).peel(pygit2.Commit).tree[".docket/ledgers"]
+        folder = repo[repo.revparse_single(rev).peel(pygit2.Commit).tree[FOLDER].id]
     except (KeyError, ValueError):
         return set()
-    return {f"{PREFIX}{e.name}" for e in repo[folder.id] if e.name.endswith(".jsonl")}
+    if not isinstance(folder, pygit2.Tree):
+        return set()  # a link or file there holds no typed ledger (a staged one is refused by _not_regular)
+    return {f"{PREFIX}{e.name}" for e in folder if e.name.endswith(".jsonl")}
