@@ -244,3 +244,14 @@ def test_a_result_is_bounded_in_rows_and_bytes(repo: Repo) -> None:
             result = repo.docket("sql", "SELECT 1", flag, bad)
             assert result.code == 2 and result.err.startswith(f"docket: {flag}"), (flag, bad, result.err)
             assert "Traceback" not in result.err
+
+
+def test_a_cache_dir_with_uri_characters_opens_the_index_not_another_file(repo: Repo, tmp_path) -> None:
+    seed(repo)
+    cache = tmp_path / "c?mode=rwc#"
+    env = {**repo.env, "XDG_CACHE_HOME": str(cache)}
+    proc = subprocess.run([DOCKET, "sql", "SELECT count(*) AS n FROM records", "--json"], cwd=repo.path, env=env,
+                          capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["[", "{", '"n":', "4", "}", "]"]
+    assert not (tmp_path / "c").exists()  # "file:.../c?mode=rwc#..." would have made it

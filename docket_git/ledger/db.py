@@ -88,11 +88,18 @@ def try_lock(db_path: Path) -> int | None:
     return fd
 
 
+def read_only_uri(db_path: Path) -> str:
+    """The ``file:`` URI that opens db_path read-only; ``%``, ``?`` and ``#`` in the path are escaped, so a
+    cache directory named ``x?mode=rwc`` cannot turn the parameters into its own."""
+    path = str(db_path).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+    return f"file:{path}?mode=ro"
+
+
 def _source_row(db_path: Path) -> tuple | None:
     if not db_path.exists():
         return None
     try:
-        conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+        conn = sqlite3.connect(read_only_uri(db_path), uri=True)
         try:
             return conn.execute("SELECT size, mtime_ns, ctime_ns, ino, digest, fingerprint FROM _source").fetchone()
         finally:
@@ -195,7 +202,7 @@ def writer(db_path: Path) -> sqlite3.Connection:
 
 def reader(db_path: Path) -> sqlite3.Connection:
     """A read-only connection: the file is opened with mode=ro and the connection is query_only."""
-    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    conn = sqlite3.connect(read_only_uri(db_path), uri=True)
     conn.execute("PRAGMA query_only = ON")
     return conn
 
