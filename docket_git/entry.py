@@ -51,6 +51,39 @@ def _exit_now(code: int) -> None:
     os._exit(code)
 
 
+def _utf8(arg: str) -> bool:
+    """Whether an argument is text: an argv byte that is not UTF-8 arrives as a lone surrogate (PEP 383)."""
+    try:
+        arg.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _refuse_not_utf8(args: list[str], position: int) -> None:
+    """Exit 2 with ``docket: NAME: b'...' is not UTF-8 ...`` before any command starts.
+
+    One check for every command (the merge driver and the hooks aside: git and
+    agents start those, with paths and payloads docket does not choose), so no
+    command writes a file, a lock or a session before a value it cannot store
+    as text is refused. The argument is named by the parser that would take
+    it (``cli.main.argument_name``).
+    """
+    from docket_git.errors import USAGE, warn
+
+    try:
+        from docket_git.cli.main import argument_name
+
+        name = argument_name(args, position)
+    except Exception:  # naming is a courtesy: the refusal stands without it
+        name = f"argument {position + 1}"
+    flag, equals, value = args[position].partition("=")
+    shown = repr(os.fsencode(value if equals and flag.startswith("--") else args[position]))
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    warn(f"{name}: {shown} is not UTF-8; docket takes text arguments in UTF-8 (nothing was written)")
+    _exit_now(USAGE)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run docket with argv (default: the process arguments) and exit."""
     args = sys.argv[1:] if argv is None else argv
@@ -76,6 +109,9 @@ def main(argv: list[str] | None = None) -> None:
         from docket_git.agents.hooks import main as hook_main
 
         _exit_now(hook_main(args[1:]))
+    for position, arg in enumerate(args):
+        if not arg.isascii() and not _utf8(arg):
+            _refuse_not_utf8(args, position)
     for words in (tuple(args[:2]), tuple(args[:1])):
         route = LIGHT.get(words)
         if route is not None:

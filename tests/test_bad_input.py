@@ -173,16 +173,104 @@ def test_every_reading_command_says_the_same_where_there_is_no_ledger(bare_repo:
     assert result.code == 0 and "not in a git repository; run 'git init', then 'docket init'" in result.err
 
 
-def test_an_argument_that_is_not_utf8_is_refused_before_anything_is_written(repo: Repo) -> None:
+def _everything(repo: Repo) -> dict[str, bytes]:
+    """Every file in the clone (git's own aside), with its bytes: what a refused argument must leave alone."""
+    return {str(p): p.read_bytes() for p in sorted(repo.path.rglob("*")) if p.is_file() and ".git" not in p.parts}
+
+
+#: Arguments that are not UTF-8, through the real console script (bytes argv), and the name each refusal gives.
+NOT_UTF8 = [
+    (["claim", b"bad \xff byte", "--scope", "a"], "TEXT"),
+    (["list", "--where", b"\xff"], "--where"),
+    (["ledger", "append", "events", '{"operation": "append", "value": 1}', "--txn", b"\xff"], "--txn"),
+    (["session", "init", "--system", "s", "--workflow", "w", "--project", b"\xff", "--create-dir"], "--project"),
+    (["session", "write", "--step", "1", "--agent", "a", "--status", "completed", "--input", b"\xff"], "--input"),
+    (["session", "write", "--step", "1", "--agent", "a", "--status", "completed", b"--output=\xfe"], "--output"),
+    (["sql", b"SELECT '\xff'"], "SQL"),
+    (["ledger", "query", "events", b"SELECT '\xff'"], "SQL"),
+]
+
+
+@pytest.mark.parametrize(("argv", "name"), NOT_UTF8, ids=[" ".join(map(str, a[:2])) for a, _ in NOT_UTF8])
+def test_an_argument_that_is_not_utf8_is_refused_by_name_before_anything_is_written(
+    repo: Repo, argv: list, name: str
+) -> None:
     import subprocess
 
     from .conftest import DOCKET
 
-    before = repo.write_ledger([rec("c1")])
-    proc = subprocess.run(
-        [DOCKET, "claim", b"bad \xff byte", "--scope", "a"], cwd=repo.path, env=repo.env, capture_output=True
-    )
-    assert proc.returncode == 1
-    assert proc.stderr.decode().startswith("docket: c2: text holds U+DCFF, half of a UTF-16 surrogate pair")
-    assert repo.ledger.read_bytes() == before
-    assert "internal error" not in proc.stderr.decode()
+    repo.write_ledger([rec("c1")])
+    (repo.path / ".docket" / "config.toml").write_text('[ledgers.events]\ntype = "log"\n')
+    repo.ok("session", "init", "--system", "s", "--workflow", "w", "--project", "p", "--create-dir")
+    before = _everything(repo)
+    proc = subprocess.run([DOCKET, *argv], cwd=repo.path, env=repo.env, capture_output=True)
+    err = proc.stderr.decode()
+    bad = next(a for a in argv if isinstance(a, bytes))
+    shown = repr(bad.partition(b"=")[2] if bad.startswith(b"--") else bad)
+    assert proc.returncode == 2, err
+    assert err == f"docket: {name}: {shown} is not UTF-8; docket takes text arguments in UTF-8 (nothing was written)\n"
+    assert _everything(repo) == before  # no record, session file, .tmp or lock left behind
+
+
+# -- integers past Python's 4,300-digit conversion limit, and out of range (issue 28) -------------------
+
+HUGE = "9" * 5000
+
+
+def _tree(repo: Repo) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in sorted(repo.path.rglob("*")) if p.is_file() and ".git" not in p.parts}
+
+
+def test_an_integer_option_of_5000_digits_is_a_range_message(repo: Repo) -> None:
+    repo.write_ledger([rec("c1")])
+    before = _tree(repo)
+    for args in (
+        ["context", "--max-chars", HUGE],
+        ["context", f"--max-chars={HUGE}"],
+        ["context", "--max-chars", "1" + "0" * 18],
+        ["sql", "SELECT 1", "--max-rows", HUGE],
+    ):
+        result = repo.docket(*args)
+        assert result.code == 2, (args[:2], result.err)
+        flag = args[2].split("=")[0] if args[0] == "sql" else "--max-chars"
+        assert result.err.startswith(f"docket: {flag}: a number of "), (args[:2], result.err)
+        assert "out of range" in result.err and "Traceback" not in result.err
+    result = repo.docket("context", "--max-chars", "twelve")  # Typer's path, through the same conversion
+    assert result.code == 2 and result.err == "docket: --max-chars: 'twelve' is not a whole number\n"
+    assert _tree(repo) == before
+
+
+def test_a_citation_line_of_5000_digits_is_a_usage_error(repo: Repo) -> None:
+    config = repo.path / ".docket" / "config.toml"
+    config.parent.mkdir(exist_ok=True)
+    config.write_text('[ledgers.knowledge]\ntype = "notes"\n')
+    (repo.path / "file.txt").write_text("one\ntwo\n")
+    before = _tree(repo)
+    for cite in (f"file.txt:{HUGE}", f"file.txt:1-{HUGE}"):
+        result = repo.docket("ledger", "note-add", "knowledge", "--subject", "s", "--note", "n", "--cite", cite)
+        assert result.code == 2, result.err
+        assert result.err.startswith("docket: --cite 'file.txt:") and "at most 9 digits" in result.err
+    assert _tree(repo) == before
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        (f"[budget]\ntarget = {HUGE}\n", "an integer is too long"),
+        ("[budget]\ntarget = 1000000000000\n", "budget.target must be at most 1,000,000,000"),
+        (f'[ledgers.x]\ntype = "log"\nschema = {{ type = "integer", maximum = {HUGE} }}\n', "an integer is too long"),
+    ],
+    ids=["5000_digits", "too_large", "in_a_ledger_schema"],
+)
+def test_a_config_integer_out_of_range_is_named(repo: Repo, config: str, expected: str) -> None:
+    repo.write_ledger([rec("c1")])
+    (repo.path / ".docket" / "config.toml").write_text(config)
+    before = _tree(repo)
+    for args in (["context"], ["ledger", "list"]):
+        result = repo.docket(*args)
+        if args == ["ledger", "list"] and "budget" in config:
+            continue  # the typed ledgers' reader skips [budget]; a briefing reads it
+        assert result.code == 1, (args, result.err)
+        assert result.err.startswith("docket: ") and expected in result.err, (args, result.err)
+        assert "internal error" not in result.err and "Traceback" not in result.err
+    assert _tree(repo) == before

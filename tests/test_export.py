@@ -15,7 +15,7 @@ import pytest
 
 from docket_git.graph import projection
 
-from .conftest import Repo
+from .conftest import Repo, rec
 from .graph_fixture import fixture_records, seed_fixture
 
 
@@ -198,3 +198,25 @@ def test_since_needs_a_repository(tmp_path: Path, env: dict[str, str]) -> None:
     )
     assert proc.returncode == 1
     assert proc.stderr.startswith("docket: --since HEAD: not in a git repository")
+
+
+FORMULAS = ["=cmd|' /C calc'!A0", "+1+1", "-2+3", "@SUM(A1)", "\tTAB first", "\rCR first"]
+
+
+def test_csv_cells_that_a_spreadsheet_would_run_get_a_leading_quote_and_json_keeps_the_text(
+    repo: Repo, tmp_path: Path
+) -> None:
+    repo.write_ledger([rec(f"c{i}", text) for i, text in enumerate(FORMULAS, start=1)] + [rec("c7", "plain = text")])
+    out = tmp_path / "csv"
+    repo.ok("export", "--format", "csv", "--out", str(out))
+    with (out / "nodes.csv").open(newline="") as f:
+        texts = {row["id"]: row["text"] for row in csv.DictReader(f)}
+    assert texts == {**{f"c{i}": "'" + t for i, t in enumerate(FORMULAS, start=1)}, "c7": "plain = text"}
+    entries = repo.ok("export", "--format", "json").json()["entries"]
+    assert [e["text"] for e in entries] == [*FORMULAS, "plain = text"]
+    lines = repo.ok("export", "-f", "jsonl").out.splitlines()
+    assert [json.loads(line)["text"] for line in lines] == [*FORMULAS, "plain = text"]
+    for fmt in ("json", "jsonl"):  # the text as recorded, byte for byte: nothing prefixed
+        raw = repo.ok("export", "-f", fmt).out
+        assert all(json.dumps(t, ensure_ascii=False)[1:-1] in raw for t in FORMULAS)
+        assert "\"'" not in raw

@@ -2,8 +2,8 @@
 
 Each target writes one fuzzed input (a ledger, a staged ledger, merge-driver
 sides, a schema-1 ledger, ``config.toml``, a batch file, a typed ledger, a
-session log, a hook payload) into a real repository and runs the commands that
-read it. Invariants: no ``Traceback`` and no ``internal error`` on stderr; a
+session log, a hook payload, a command-line argument as bytes, a SQL statement)
+into a real repository and runs the commands that read it. Invariants: no ``Traceback`` and no ``internal error`` on stderr; a
 non-zero exit is 1 or 2 and says ``docket: ...``; hooks always exit 0; every
 file in the repository is byte-identical afterwards (merge-driver: base and
 theirs).
@@ -393,6 +393,89 @@ def test_hook_stdin(seeded, agent: str) -> None:
     def each(data: bytes) -> None:
         commands = [(["hook", "session-start", "--for", agent], data), (["hook", "pre-tool-use", "--for", agent], data)]
         run_all(root, commands, hook=True)
+
+    each()
+
+
+#: Commands that take a value a user types; "{}" is where the fuzzed argument goes (issue 28: bytes argv,
+#: 5,000-digit integers).
+ARGUMENT_SLOTS = [
+    ["claim", "{}", "--scope", "a"],
+    ["list", "--where", "{}"],
+    ["show", "{}"],
+    ["context", "--max-chars", "{}"],
+    ["context", "--query", "{}"],
+    ["sql", "SELECT 1", "--max-rows", "{}"],
+    ["sql", "SELECT 1", "--timeout", "{}"],
+    ["ledger", "append", "events", '{"operation": "append", "value": 1}', "--txn", "{}"],
+    ["ledger", "query", "events", "{}"],
+    ["session", "init", "--system", "s", "--workflow", "w", "--project", "{}"],
+    ["session", "write", "--step", "2", "--agent", "a", "--status", "completed", "--input", "{}", "--output", "o"],
+]
+HOSTILE_ARGUMENTS = [b"\xff", b"bad \xfe\xff byte", b"\xed\xa0\x80", b"9" * 5000, b"\0"]
+
+
+def test_hostile_arguments(seeded) -> None:
+    """Arguments as bytes (not UTF-8, lone surrogates, NUL, 5,000 digits) in every slot: a message, files kept."""
+    root, _ = seeded
+
+    def one(slot: list[str], value: bytes) -> None:
+        args = [os.fsdecode(value) if a == "{}" else a for a in slot]  # as Python decodes a process's argv
+        before = tree(root)
+        result = forked(args, root)
+        check_outcome(args, result)
+        if result[0] != 0 or slot[0] not in ("claim", "ledger", "session"):  # a write may succeed
+            assert tree(root) == before, f"{slot} changed a file"
+
+    for slot in ARGUMENT_SLOTS:  # every slot with every listed value, then random bytes
+        for value in HOSTILE_ARGUMENTS:
+            one(slot, value)
+
+    @FUZZ
+    @given(st.sampled_from(ARGUMENT_SLOTS), st.binary(max_size=40))
+    def each(slot: list[str], value: bytes) -> None:
+        one(slot, value)
+
+    each()
+
+
+#: Statements that reach for a file, run forever or return without bound; {out} is a directory that must
+#: stay empty.
+HOSTILE_SQL = [
+    "ATTACH '{out}/a.db' AS a",
+    "VACUUM INTO '{out}/v.db'",
+    "VACUUM",
+    "DETACH main",
+    "PRAGMA query_only = OFF",
+    "PRAGMA writable_schema = ON",
+    "CREATE TEMP TABLE t (x)",
+    "SELECT load_extension('{out}/x')",
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c",
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT x FROM c",
+    "SELECT printf('%.*c', 900000000, 'x')",
+    "SELECT zeroblob(2000000000)",
+]
+
+
+def test_hostile_sql(seeded, tmp_path: Path) -> None:
+    """Every statement, and mutations of it, through docket sql and ledger query: no file anywhere, bounded."""
+    root, _ = seeded
+    out = tmp_path / "out"
+    out.mkdir()
+    statements = [s.format(out=out) for s in HOSTILE_SQL]
+
+    def one(sql: str) -> None:
+        bound = ["--timeout", "0.5"] if "RECURSIVE" in sql else []  # the others must be refused as they are
+        run_all(root, [(["sql", sql, *bound], b""), (["ledger", "query", "events", sql, *bound], b"")])
+        assert list(out.iterdir()) == []
+
+    for statement in statements:  # every listed statement as it is, then mutations
+        one(statement)
+
+    @FUZZ
+    @given(st.sampled_from(statements).map(str.encode).flatmap(mutated))
+    def each(statement: bytes) -> None:
+        one(os.fsdecode(statement))
 
     each()
 

@@ -101,6 +101,8 @@ def _citation(text: str) -> dict:
     if not match:
         usage(f"--cite {text!r}: use PATH, PATH:LINE or PATH:START-END")
     out: dict = {"type": "repository", "path": match["path"]}
+    if max(len(match["start"] or ""), len(match["end"] or "")) > 9:
+        usage(f"--cite {text[:60]!r}...: a line number has at most 9 digits; use PATH:LINE or PATH:START-END")
     if match["start"]:
         out["start_line"] = int(match["start"])
         if match["end"]:

@@ -14,6 +14,7 @@ import json
 import sys
 from pathlib import Path
 
+from docket_git.cli import limits
 from docket_git.cli.spec import Arg, Command, Opt
 from docket_git.errors import UsageError
 
@@ -47,7 +48,7 @@ QUERY = Command(
     "Run read-only SQL on the ledger's SQLite projection (tables: records, state, notes, ...).",
     "",
     (Arg("name", "The ledger.", "NAME"), Arg("sql", "One read-only SQL statement.", "SQL")),
-    (Opt("--json", "as_json", "Rows as a JSON list of objects.", bare=True),),
+    (Opt("--json", "as_json", "Rows as a JSON list of objects.", bare=True), *limits.OPTIONS),
 )
 COMMANDS = {"append": APPEND, "query": QUERY}
 
@@ -104,8 +105,9 @@ def run_query(values: dict[str, Any]) -> None:
     """``docket ledger query NAME SQL [--json]``."""
     from docket_git.typed import api
 
+    bounds = limits.limits(values)
     root, ledger = resolve(values["name"])
-    columns, rows = api.query(root, ledger, values["sql"])
+    columns, rows = api.query(root, ledger, values["sql"], bounds)
     as_json, out = values["as_json"], sys.stdout
     if ledger.type == "notes":
         print(f"# {api.UNTRUSTED}", file=sys.stderr if as_json else out)

@@ -53,6 +53,36 @@ def _add_examples(typer_app: typer.Typer, prefix: str = "") -> None:
 _add_examples(app)
 
 
+def argument_name(args: list[str], position: int) -> str:
+    """The option (``--where``) or argument (``TEXT``) that takes ``args[position]``, as the parser sees it.
+
+    For messages about one argument before any command runs (``entry``'s
+    UTF-8 check); ``argument N`` when no parameter takes it.
+    """
+    bad = args[position]
+    flag, equals, _ = bad.partition("=")
+    if equals and flag.startswith("--"):
+        return flag
+    command = typer.main.get_command(app)  # duck-typed below: click's, or Typer's own copy of it
+    ctx = command.make_context("docket", list(args), resilient_parsing=True)
+    while hasattr(command, "resolve_command"):  # a group
+        rest = [*(getattr(ctx, "protected_args", None) or getattr(ctx, "_protected_args", None) or []), *ctx.args]
+        if not rest:
+            break
+        _, sub, rest = command.resolve_command(ctx, rest)
+        if sub is None:
+            break
+        command, ctx = sub, sub.make_context(sub.name or "", rest, parent=ctx, resilient_parsing=True)
+    for param in command.params:
+        value = ctx.params.get(param.name or "")
+        values = value if isinstance(value, list | tuple) else [value]
+        if any(v is not None and str(v) == bad for v in values):
+            if param.param_type_name == "option":
+                return max(param.opts, key=len)
+            return (param.metavar or param.name or "").upper()
+    return f"argument {position + 1}"
+
+
 def run(args: list[str]) -> None:
     """Run the Typer app on args; ledger errors become ``docket: ...`` and exit 1, usage errors exit 2."""
     prog = "git docket" if os.path.basename(sys.argv[0]) == "git-docket" else "docket"

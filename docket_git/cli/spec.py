@@ -74,6 +74,26 @@ class Opt:
         return self.default
 
 
+#: The most digits an integer option takes: every count docket takes fits in 18 (and Python refuses
+#: to convert past 4,300, with a ValueError no user should see).
+MAX_DIGITS = 18
+
+
+def integer(flag: str, text: str) -> int:
+    """The value of an integer option; raises ``UsageError`` naming it when it is not one or out of range."""
+    text = text.strip()
+    digits = text[1:] if text[:1] in "+-" else text
+    if not digits.isdigit() or not digits.isascii():
+        from docket_git.errors import UsageError
+
+        raise UsageError(f"{flag}: {text[:40]!r} is not a whole number")
+    if len(digits.lstrip("0")) > MAX_DIGITS:
+        from docket_git.errors import UsageError
+
+        raise UsageError(f"{flag}: a number of {len(digits)} digits is out of range (at most {MAX_DIGITS} digits)")
+    return int(text)
+
+
 class Arg:
     """A positional argument; required unless it has a default."""
 
@@ -136,8 +156,8 @@ class Command:
             if opt.integer:
                 text = value.strip()
                 digits = text[1:] if text[:1] in "+-" else text
-                if not digits.isdigit() or not digits.isascii():
-                    return None
+                if not digits.isdigit() or not digits.isascii() or len(digits.lstrip("0")) > MAX_DIGITS:
+                    return None  # Typer's path refuses it with the option's name (``integer``)
                 value = int(text)
             if opt.repeat:
                 values[opt.dest].append(value)
@@ -191,8 +211,7 @@ class Command:
                 kind = bool
                 info = typer.Option(False, opt.flag, help=opt.help, show_default=False)
             else:
-                base: Any = int if opt.integer else str
-                kind = base | None if opt.default is None else base
+                kind = str | None if opt.default is None else str  # an integer: converted below, as parse does
                 default = ... if opt.required else opt.default
                 info = typer.Option(
                     default, opt.flag, metavar=opt.metavar, help=opt.help, show_default=bool(opt.default)
@@ -204,6 +223,8 @@ class Command:
             for opt in self.options:
                 if opt.repeat and values.get(opt.dest) is None:
                     values[opt.dest] = []
+                elif opt.integer and isinstance(values.get(opt.dest), str):
+                    values[opt.dest] = integer(opt.flag, values[opt.dest])
             run(values)
 
         command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]

@@ -3,7 +3,9 @@
 Declared once for Typer and the light parser (a script asking for a count
 should not pay for Typer). The index is proven current first
 (``ledger.index``); the statement then runs on a connection opened with
-``mode=ro`` and ``PRAGMA query_only``, so no statement can change it.
+``mode=ro``, through ``db.run_sandboxed``: it can read, and attach, create or
+write no file; it stops at ``--timeout`` seconds and past ``--max-rows`` rows
+or ``--max-bytes`` bytes.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
+from docket_git.cli import limits
 from docket_git.cli.spec import Arg, Command, Opt
 from docket_git.errors import UsageError, notice
 from docket_git.ledger import db, index, store
@@ -28,6 +31,7 @@ COMMAND = Command(
     (
         Opt("--json", "as_json", "Rows as a JSON array of objects.", bare=True),
         Opt("--schema", "schema", "Print the tables and columns the index holds.", bare=True),
+        *limits.OPTIONS,
     ),
 )
 
@@ -69,17 +73,18 @@ def run(values: dict[str, Any]) -> None:
         return
     if statement is None or not statement.strip():
         raise UsageError('sql: missing the statement; e.g. docket sql "SELECT count(*) FROM records"')
+    bounds = limits.limits(values)
     path = store.find_ledger(Path.cwd())
     if path is None:
         notice(store.no_ledger(Path.cwd()))
         conn = sqlite3.connect(":memory:")
         conn.executescript(index.SCHEMA)
-        columns, rows = _query(conn, statement)
+        columns, rows = _query(conn, statement, bounds)
     else:
         with index.opened(path) as ix:
             reader = ix.reader()
             try:
-                columns, rows = _query(reader, statement)
+                columns, rows = _query(reader, statement, bounds)
             finally:
                 if reader is not ix.conn:
                     reader.close()
@@ -94,10 +99,11 @@ def run(values: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-def _query(conn: sqlite3.Connection, statement: str) -> tuple[list[str], list[tuple]]:
-    conn.execute("PRAGMA query_only = ON")
+def _query(conn: sqlite3.Connection, statement: str, bounds: db.Limits) -> tuple[list[str], list[tuple]]:
     try:
-        return db.run(conn, statement)
+        return db.run_sandboxed(conn, statement, bounds)
+    except db.Refused as exc:
+        raise UsageError(f"sql: {exc}") from None
     except sqlite3.Error as exc:
         reason = str(exc)
         if "readonly" in reason or "query_only" in reason or "read-only" in reason:

@@ -39,6 +39,10 @@ FOREIGN_SECTIONS: frozenset[str] = frozenset({"ledgers"})
 #: The smallest ``budget.minimum``: the last-resort briefing must always fit.
 MINIMUM_FLOOR = 128
 
+#: The largest value of any setting: far past any useful budget or weight, and small enough that
+#: every sum and product of settings stays a machine-size integer.
+MAXIMUM = 1_000_000_000
+
 
 class ConfigError(LedgerError):
     """A bad ``.docket/config.toml``; printed as ``docket: <message>``, exit 1."""
@@ -69,6 +73,8 @@ def merge(raw: dict) -> Settings:
                 raise ConfigError(f"{section}.{key} must be an integer")
             if value < 0:
                 raise ConfigError(f"{section}.{key} must not be negative")
+            if value > MAXIMUM:
+                raise ConfigError(f"{section}.{key} must be at most {MAXIMUM:,}")
             settings[section][key] = value
     _cross_check(settings)
     return settings
@@ -114,7 +120,16 @@ def load(path: Path) -> Settings:
         raise ConfigError(f"cannot read {path}: {exc}") from None
     except RecursionError:
         raise ConfigError(f"cannot read {path}: nested too deeply to be a docket config") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits (Python will not convert it)
+        raise ConfigError(f"cannot read {path}: {_too_long(exc)}") from None
     return merge(raw)
+
+
+def _too_long(exc: ValueError) -> str:
+    """What a ValueError from tomllib means: an integer too long to be a setting (or the reason given)."""
+    if "digits" in str(exc):
+        return f"an integer is too long (Python converts at most 4,300 digits; a setting is at most {MAXIMUM:,})"
+    return str(exc)
 
 
 def for_ledger(ledger: Path) -> Settings:

@@ -9,9 +9,8 @@ context nodes, so every edge has both ends.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
+import re
 from collections.abc import Sequence
 
 from docket_git.graph.projection import Edge, blocked_edges, edges
@@ -94,28 +93,44 @@ def to_jsonl(entries: Sequence[dict]) -> str:
     return "".join(json.dumps(n, ensure_ascii=False, separators=(",", ":")) + "\n" for n in entries)
 
 
+#: What a spreadsheet reads as the start of a formula (OWASP's CSV injection list).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
 def _cell(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list):
-        return ";".join("&".join(v) if isinstance(v, list) else str(v) for v in value)
-    return "" if value is None else str(value)
+        text = ";".join("&".join(v) if isinstance(v, list) else str(v) for v in value)
+    else:
+        text = "" if value is None else str(value)
+    # A leading ' makes a spreadsheet show the text, not run it (``=cmd|' /C calc'!A0``), as OWASP recommends.
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+_QUOTE = re.compile('[,"\r\n]')
+
+
+def _csv_cell(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"' if _QUOTE.search(text) else text
+
+
+def _csv_row(cells: Sequence[str]) -> str:
+    """One RFC 4180 line: a cell holding a comma, a quote, CR or LF is quoted (the csv module leaves a lone CR
+    bare when the line ends in LF, and a reader then splits the row there)."""
+    return ",".join(map(_csv_cell, cells)) + "\n"
 
 
 def to_csv(entries: Sequence[dict]) -> tuple[str, str]:
     """(nodes.csv, edges.csv) text: one row per record, one row per relation."""
-    nodes = io.StringIO()
-    writer = csv.writer(nodes, lineterminator="\n")
-    writer.writerow(NODE_COLUMNS)
+    nodes = [_csv_row(NODE_COLUMNS)]
     for n in entries:
         row = dict(n, current=not n["retired_by"], applicable=n.get("applicable", ""))
-        writer.writerow([_cell(row.get(col, "")) for col in NODE_COLUMNS])
-    links = io.StringIO()
-    writer = csv.writer(links, lineterminator="\n")
-    writer.writerow(EDGE_COLUMNS)
+        nodes.append(_csv_row([_cell(row.get(col, "")) for col in NODE_COLUMNS]))
+    links = [_csv_row(EDGE_COLUMNS)]
     for e in edges(entries):
-        writer.writerow([e.source, e.relation, e.target, e.group or ""])
-    return nodes.getvalue(), links.getvalue()
+        links.append(_csv_row([_cell(e.source), _cell(e.relation), _cell(e.target), _cell(e.group or "")]))
+    return "".join(nodes), "".join(links)
 
 
 # -- Mermaid -----------------------------------------------------------------------------------

@@ -94,9 +94,10 @@ def search_limit(repo_root: Path) -> int:
     try:
         config = tomllib.loads(files.read_text(root / LEDGER_DIR / "config.toml", root))
         value = config.get("history", {}).get("search_limit", DEFAULT_SEARCH_LIMIT)
-    except (OSError, LedgerError, tomllib.TOMLDecodeError, AttributeError, RecursionError):
+    except (OSError, LedgerError, ValueError, AttributeError, RecursionError):  # ValueError: TOML, 4,300+ digits
         return DEFAULT_SEARCH_LIMIT
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else DEFAULT_SEARCH_LIMIT
+    usable = isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 1_000_000_000
+    return value if usable else DEFAULT_SEARCH_LIMIT
 
 
 def _bulk(lines: Sequence[bytes]) -> list[dict]:

@@ -88,11 +88,18 @@ def try_lock(db_path: Path) -> int | None:
     return fd
 
 
+def read_only_uri(db_path: Path) -> str:
+    """The ``file:`` URI that opens db_path read-only; ``%``, ``?`` and ``#`` in the path are escaped, so a
+    cache directory named ``x?mode=rwc`` cannot turn the parameters into its own."""
+    path = str(db_path).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+    return f"file:{path}?mode=ro"
+
+
 def _source_row(db_path: Path) -> tuple | None:
     if not db_path.exists():
         return None
     try:
-        conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+        conn = sqlite3.connect(read_only_uri(db_path), uri=True)
         try:
             return conn.execute("SELECT size, mtime_ns, ctime_ns, ino, digest, fingerprint FROM _source").fetchone()
         finally:
@@ -195,9 +202,136 @@ def writer(db_path: Path) -> sqlite3.Connection:
 
 def reader(db_path: Path) -> sqlite3.Connection:
     """A read-only connection: the file is opened with mode=ro and the connection is query_only."""
-    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    conn = sqlite3.connect(read_only_uri(db_path), uri=True)
     conn.execute("PRAGMA query_only = ON")
     return conn
+
+
+# -- a statement someone else wrote: no file touched, bounded in time and size -----------------------
+
+#: Authorizer actions a statement may take: read (SELECT, a column, a function, a recursive CTE), and
+#: the two the schema's own reads ask for (a PRAGMA from ``_PRAGMAS``; an UPDATE of sqlite_master, which
+#: SQLite checks while it sets up a table-valued function such as pragma_table_info, and which it never
+#: lets a statement do: writable_schema is not among the PRAGMAs). Everything else is refused: ATTACH and
+#: DETACH (VACUUM, VACUUM INTO too: both attach their output), every write, DDL (temporary objects too),
+#: transactions, ANALYZE, REINDEX and virtual tables.
+_READ, _SELECT, _FUNCTION, _RECURSIVE, _PRAGMA, _UPDATE, _ATTACH, _DETACH = 20, 21, 31, 33, 19, 23, 24, 25
+#: PRAGMAs that only read; the first group also takes an argument (a table, an index: what to read).
+_PRAGMAS_WITH_ARGUMENT = frozenset(
+    ("table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo", "foreign_key_list",
+     "foreign_key_check", "integrity_check", "quick_check")
+)  # fmt: skip
+_PRAGMAS = _PRAGMAS_WITH_ARGUMENT | frozenset(
+    ("database_list", "collation_list", "function_list", "module_list", "pragma_list", "compile_options",
+     "user_version", "schema_version", "application_id", "data_version", "page_count", "page_size",
+     "freelist_count", "encoding")
+)  # fmt: skip
+_REFUSED_FUNCTIONS = frozenset(("load_extension", "fts3_tokenizer"))
+_ACTIONS = {
+    1: "CREATE INDEX", 2: "CREATE TABLE", 3: "CREATE TEMP INDEX", 4: "CREATE TEMP TABLE", 5: "CREATE TEMP TRIGGER",
+    6: "CREATE TEMP VIEW", 7: "CREATE TRIGGER", 8: "CREATE VIEW", 9: "DELETE", 10: "DROP INDEX", 11: "DROP TABLE",
+    12: "DROP TEMP INDEX", 13: "DROP TEMP TABLE", 14: "DROP TEMP TRIGGER", 15: "DROP TEMP VIEW", 16: "DROP TRIGGER",
+    17: "DROP VIEW", 18: "INSERT", 22: "a transaction", 23: "UPDATE", 24: "ATTACH (or VACUUM)", 25: "DETACH",
+    26: "ALTER TABLE", 27: "REINDEX", 28: "ANALYZE", 29: "CREATE VIRTUAL TABLE", 30: "DROP VIRTUAL TABLE",
+    32: "SAVEPOINT",
+}  # fmt: skip
+_SIZED = (str, bytes)
+
+
+class Limits:
+    """How long a statement may run and how much it may return; the options that raise each."""
+
+    __slots__ = ("max_bytes", "max_rows", "timeout")
+
+    #: The defaults: a statement over a 100k-record index takes well under a second.
+    TIMEOUT, MAX_ROWS, MAX_BYTES = 5.0, 1_000_000, 256 * 1024 * 1024
+
+    def __init__(self, timeout: float = TIMEOUT, max_rows: int = MAX_ROWS, max_bytes: int = MAX_BYTES) -> None:
+        self.timeout, self.max_rows, self.max_bytes = timeout, max_rows, max_bytes
+
+
+class Refused(Exception):
+    """A statement refused or stopped; the message says why and, for a limit, the option that raises it."""
+
+
+def run_sandboxed(conn: sqlite3.Connection, sql: str, limits: Limits) -> tuple[list[str], list[tuple]]:
+    """Run one statement a user wrote on conn, which it may only read; (column names, rows).
+
+    No statement can create, attach or write a file, whatever conn is
+    (a ``mode=ro`` file, an in-memory index): an authorizer allows reads only,
+    ``SQLITE_LIMIT_ATTACHED`` is 0, and the connection is ``query_only``. A
+    progress handler stops it at ``limits.timeout`` seconds (reading the rows
+    included), ``SQLITE_LIMIT_LENGTH`` bounds one value, and the rows are
+    counted as they are read. Raises ``Refused`` for those, ``sqlite3.Error``
+    for bad SQL, ``ValueError`` for a statement SQLite cannot take (a NUL).
+    """
+    import time
+
+    refused: list[str] = []
+
+    def authorize(action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None) -> int:
+        if action in (_READ, _SELECT, _RECURSIVE):
+            return sqlite3.SQLITE_OK
+        if action == _FUNCTION and arg2 not in _REFUSED_FUNCTIONS:
+            return sqlite3.SQLITE_OK
+        if action == _PRAGMA and arg1 in _PRAGMAS and (arg2 is None or arg1 in _PRAGMAS_WITH_ARGUMENT):
+            return sqlite3.SQLITE_OK
+        if action == _UPDATE and arg1 in ("sqlite_master", "sqlite_temp_master"):
+            return sqlite3.SQLITE_OK
+        if arg1 in ("sqlite_master", "sqlite_temp_master"):
+            pass  # the schema's own row of a CREATE or DROP: the statement's own action names it
+        elif action == _FUNCTION:
+            refused.append(f"{arg2}()")
+        elif action == _PRAGMA:
+            refused.append(f"PRAGMA {arg1}" + ("" if arg2 is None else " with a value"))
+        else:
+            refused.append(_ACTIONS.get(action, f"action {action}"))
+        return sqlite3.SQLITE_DENY
+
+    deadline = time.monotonic() + limits.timeout
+
+    def progress() -> bool:
+        return time.monotonic() > deadline
+
+    old_attached = conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+    old_length = conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limits.max_bytes)
+    conn.execute("PRAGMA query_only = ON")
+    conn.set_authorizer(authorize)
+    conn.set_progress_handler(progress, 4000)
+    try:
+        cursor = conn.execute(sql)
+        columns = [d[0] for d in cursor.description or ()]
+        rows: list[tuple] = []
+        size, max_rows, max_bytes = 0, limits.max_rows, limits.max_bytes
+        while chunk := cursor.fetchmany(1024):
+            rows += chunk
+            size += sum([len(v) if v.__class__ in _SIZED else 8 for row in chunk for v in row])
+            if len(rows) > max_rows:
+                raise Refused(f"the result passed {max_rows:,} rows; narrow the query (LIMIT), or raise --max-rows")
+            if size > max_bytes:
+                raise Refused(f"the result passed {max_bytes:,} bytes; narrow the query (LIMIT), or raise --max-bytes")
+        return columns, rows
+    except sqlite3.Error as exc:
+        if refused or str(exc) == "not authorized":
+            raise Refused(
+                f"{refused[0] if refused else 'the statement'} is refused: a query may only read the database it was given "
+                "(SELECT, WITH, read-only PRAGMAs); it can attach, create or write no file"
+            ) from None
+        reason = str(exc)
+        if reason == "interrupted" and time.monotonic() > deadline:
+            raise Refused(
+                f"the query ran past its time limit of {limits.timeout:g} s; narrow it, or raise --timeout SECONDS"
+            ) from None
+        if "too big" in reason:
+            raise Refused(
+                f"a value passed the {limits.max_bytes:,}-byte limit ({reason}); narrow the query, or raise --max-bytes"
+            ) from None
+        raise
+    finally:
+        conn.set_progress_handler(None, 0)
+        conn.set_authorizer(None)
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, old_length)
+        conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, old_attached)
 
 
 def run(conn: sqlite3.Connection, sql: str, params: tuple = ()) -> tuple[list[str], list[tuple]]:

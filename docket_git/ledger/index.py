@@ -472,7 +472,7 @@ def _open_persistent(target: Path) -> sqlite3.Connection | None:
     if not target.exists():
         return None
     try:
-        conn = sqlite3.connect(f"file:{target}?mode=ro", uri=True, isolation_level=None)
+        conn = sqlite3.connect(db.read_only_uri(target), uri=True, isolation_level=None)
     except sqlite3.Error:
         return None
     return conn

@@ -254,11 +254,24 @@ def _stage(
     return results, b"".join(lines)
 
 
-def query(root: Path, ledger: Ledger, sql: str) -> tuple[list[str], list[tuple]]:
-    """Run read-only SQL on the current projection; raises ``LedgerError`` for bad SQL or a write."""
+def query(root: Path, ledger: Ledger, sql: str, limits: db.Limits | None = None) -> tuple[list[str], list[tuple]]:
+    """Run read-only SQL on the current projection; raises ``LedgerError`` for bad SQL or a write.
+
+    With ``limits`` (a statement a user wrote), it runs sandboxed (``db.run_sandboxed``).
+    """
     path = projection(root, ledger)
     try:
-        return db.query(path, sql)
+        if limits is None:
+            return db.query(path, sql)
+        conn = db.reader(path)
+        try:
+            return db.run_sandboxed(conn, sql, limits)
+        finally:
+            conn.close()
+    except db.Refused as exc:
+        raise LedgerError(f"query failed: {exc}") from None
+    except ValueError as exc:  # a NUL character in the statement
+        raise LedgerError(f"query failed: {exc}") from None
     except sqlite3.Error as exc:
         raise LedgerError(f"query failed: {exc} (the projection is read-only; see 'docket ledger path')") from None
 

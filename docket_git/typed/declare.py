@@ -173,6 +173,10 @@ def load(root: Path) -> dict[str, Ledger]:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise DeclarationError(f"cannot read {path}: {exc}") from None
+    except ValueError:  # an integer of more than 4,300 digits, which Python will not convert
+        raise DeclarationError(
+            f"cannot read {path}: an integer is too long (Python converts at most 4,300 digits)"
+        ) from None
     ledgers = raw.get("ledgers", {})
     if not isinstance(ledgers, dict):
         raise DeclarationError(f"{CONFIG}: ledgers must be a table of [ledgers.<name>] tables")
