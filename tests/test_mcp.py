@@ -165,7 +165,7 @@ REFUSALS = [
     ("ledger_query", {"ledger": "metrics", "sql": "DELETE FROM state"}, "docket: query failed: "),
     ("docket_record", {"records": [{"kind": "claim", "text": "x", "supersedes": ["c99"]}]}, "docket: "),
     ("docket_record", {"records": [{"kind": "decision", "text": "x"}]}, "docket: "),
-    ("docket_sql", {"sql": "DELETE FROM records"}, "docket: sql: attempt to write a readonly database"),
+    ("docket_sql", {"sql": "DELETE FROM records"}, "docket: sql: DELETE is refused"),
     ("docket_list", {"kind": "idea"}, "docket: docket_list: kind: 'idea' is not one of"),
     ("docket_show", {"id": "d99"}, "docket: no entry d99"),
     ("docket_context", {"max_chars": 10}, "docket: docket_context: max_chars: 10 is less than the minimum of 512"),
