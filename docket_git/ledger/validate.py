@@ -79,6 +79,18 @@ LEGACY_RELATION_KEYS: frozenset[str] = frozenset(
 OLD_ID_RE = re.compile(r"^d[1-9][0-9]{0,17}\Z")
 
 
+def _overrides(value: object) -> bool:
+    """True for either shape of ``legacy.relation_map.overrides``: docket-git's object keyed by relation, or
+    Docket's migrator's sorted list of the relation names it overrode (usually ``[]``)."""
+    if isinstance(value, dict):
+        return set(value) <= set(model.RELATIONS)
+    return (
+        isinstance(value, list)
+        and all(isinstance(name, str) and name in model.RELATIONS for name in value)
+        and value == sorted(set(value))
+    )
+
+
 def _check_legacy(rid: str, record: dict) -> None:
     legacy = record["legacy"]
     if not isinstance(legacy, dict) or set(legacy) != LEGACY_KEYS:
@@ -97,8 +109,11 @@ def _check_legacy(rid: str, record: dict) -> None:
     for key in LEGACY_SOURCE_KEYS:
         if not isinstance(relation_map[key], list):
             raise Invalid(rid, f"legacy relation_map {key} must be a list")
-    if not isinstance(relation_map["overrides"], dict) or set(relation_map["overrides"]) - set(model.RELATIONS):
-        raise Invalid(rid, "legacy relation_map overrides must be an object keyed by relation")
+    if not _overrides(relation_map["overrides"]):
+        raise Invalid(
+            rid,
+            "legacy relation_map overrides must be an object keyed by relation or a sorted list of relation names",
+        )
     for relation in model.RELATIONS:
         key = f"mapped_{relation}"
         if relation_map[key] != record.get(relation, []):
