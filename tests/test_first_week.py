@@ -55,3 +55,16 @@ def test_a_ledger_docket_migrated_reads_checks_and_rebases_byte_for_byte(repo: R
     repo.ok("rebase", str(other))
     assert repo.ledger.read_bytes().startswith(data)
     assert repo.records()[-1]["id"] == "c3"
+
+
+# -- 3: the version line, bare docket, an unknown command ---------------------------------------------------
+
+
+def test_version_keeps_docket_first_and_bare_docket_prints_help(repo: Repo) -> None:
+    for args in (["--version"], ["--version", "list"]):  # the entry point and Typer
+        assert repo.ok(*args).out.split()[:2] == ["docket", "0.1.0"]
+    bare = repo.docket()
+    assert bare.code == 0 and bare.out.startswith("Usage: docket [OPTIONS] COMMAND") and bare.err == ""
+    assert "context" in bare.out
+    unknown = repo.docket("nosuch")
+    assert unknown.code == 2 and unknown.err.startswith("docket: no such command 'nosuch'") and unknown.out == ""

@@ -26,9 +26,9 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from docket_git import __version__
+        from docket_git import VERSION_LINE
 
-        typer.echo(f"docket-git {__version__}")
+        typer.echo(VERSION_LINE)
         raise typer.Exit()
 
 
