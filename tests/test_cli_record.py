@@ -235,7 +235,7 @@ def test_batch_is_all_or_nothing(repo: Repo) -> None:
         ),
         (
             '{"kind":"claim","text":"ok"}\n{"kind":"claim","text":"x","answers":["c1"]}',
-            "batch line 2: c3: answers target 'c1' is not a question",
+            "batch line 2: claim: answers target 'c1' is not a question",
         ),
         ('{"kind":"claim","text":"ok"}\n{not json', "batch line 2: invalid JSON"),
         ('{"kind":"claim","id":"c9","text":"ok"}', "leave 'id' out"),

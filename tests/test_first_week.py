@@ -68,3 +68,119 @@ def test_version_keeps_docket_first_and_bare_docket_prints_help(repo: Repo) -> N
     assert "context" in bare.out
     unknown = repo.docket("nosuch")
     assert unknown.code == 2 and unknown.err.startswith("docket: no such command 'nosuch'") and unknown.out == ""
+
+
+# -- 8: messages that mislead -------------------------------------------------------------------------------
+
+
+def test_a_filter_that_matches_nothing_is_not_an_empty_ledger(repo: Repo) -> None:
+    repo.write_ledger([rec("c1"), rec("c2")])
+    result = repo.ok("list", "--state", "rejected")
+    assert result.out == ""
+    assert result.err == "docket: no record matches --state rejected; 'docket list' shows every current one\n"
+    assert "--find 'no such'" in repo.ok("list", "--find", "no such").err
+
+
+def test_a_refused_record_names_its_kind_not_an_id_never_allocated(repo: Repo) -> None:
+    before = repo.write_ledger([rec("c1"), rec("c2")])
+    result = repo.docket("claim", "")
+    assert (result.code, result.err) == (1, "docket: claim: text must be a non-empty string\n")
+    assert repo.docket("question", "Who?", "--supersedes", "c1").err == (
+        "docket: question: supersedes target 'c1' is a different kind\n"
+    )
+    assert repo.ledger.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["list"],
+        ["list", "--json"],
+        ["context"],
+        ["check"],
+        ["graph", "--out", "g.html"],
+        ["export"],
+        ["migrate"],
+        ["sql", "SELECT 1"],
+        ["claim", "x"],
+        ["where"],
+        ["show", "c1"],
+    ],
+)
+def test_outside_a_repository_every_command_is_an_error(args: list[str], bare_repo: Repo, tmp_path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    result = bare_repo.docket(*args, cwd=outside)
+    assert result.code == 1, (args, result)
+    assert result.out == "" and len(result.err.splitlines()) == 1 and result.err.startswith("docket: "), result
+    assert list(outside.iterdir()) == []
+
+
+def test_since_that_names_nothing_is_a_usage_error(repo: Repo) -> None:
+    repo.ok("claim", "a premise")
+    repo.git("add", "-A")
+    repo.git("commit", "-qm", "one")
+    result = repo.docket("context", "--since", "nonsense")
+    assert result.code == 2 and result.out == ""
+    assert result.err.startswith("docket: --since 'nonsense' names no record and no commit here")
+    assert "since: HEAD" in repo.ok("context", "--since", "HEAD").out
+    stale = repo.ok("context", "--since", "c9@abcdef12")  # a well-formed unknown baseline still degrades
+    assert "unknown or stale; printing a full briefing" in stale.err
+
+
+def _refused_cherry_pick(repo: Repo) -> None:
+    """A cherry-pick whose ledger merge the driver refused (strict mode: both sides superseded c1)."""
+    repo.git("config", "merge.docket.strict", "true")
+    repo.ok("claim", "base")
+    repo.git("add", "-A")
+    repo.git("commit", "-qm", "base")
+    repo.git("checkout", "-qb", "side")
+    repo.ok("claim", "on side", "--supersedes", "c1")
+    repo.git("commit", "-qam", "side")
+    repo.git("checkout", "-q", "main")
+    repo.ok("claim", "on main", "--supersedes", "c1")
+    repo.git("commit", "-qam", "main")
+    repo.git("cherry-pick", "side", check=False)
+    assert "UU .docket/ledger.jsonl" in repo.git("status", "--short")
+
+
+def test_the_briefing_during_a_refused_cherry_pick_does_not_recommend_resolve_conflict(repo: Repo) -> None:
+    _refused_cherry_pick(repo)
+    assert repo.docket("resolve-conflict").code == 1
+    payload = {"source": "startup", "session_id": "s1", "cwd": str(repo.path)}
+    out = repo.ok("hook", "session-start", "--for", "claude", input=json.dumps(payload)).out
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    first = context.splitlines()[0]
+    assert "Run 'docket resolve-conflict'" not in first
+    assert "'docket resolve-conflict' cannot merge it: " in first and "git cherry-pick --abort" in first
+
+
+def test_the_guard_on_a_typed_ledger_names_ledger_append(repo: Repo) -> None:
+    for target, way in (
+        (".docket/ledgers/repos.jsonl", "docket ledger append"),
+        (".docket/ledger.jsonl", "docket claim"),
+    ):
+        payload = {"tool_name": "Write", "tool_input": {"file_path": target, "content": "{}"}, "cwd": str(repo.path)}
+        out = json.loads(repo.ok("hook", "pre-tool-use", "--for", "claude", input=json.dumps(payload)).out)
+        reason = out["hookSpecificOutput"]["permissionDecisionReason"]
+        assert way in reason and (way == "docket claim") == ("docket claim" in reason), reason
+
+
+def test_typed_ledger_messages(repo: Repo) -> None:
+    (repo.path / ".docket" / "config.toml").write_text('[ledgers.repos]\ntype = "map"\n')
+    result = repo.docket("ledger", "map-put", "repos", "K", "notjson")
+    assert result.code == 1 and "quote it, e.g. '\"a string\"' or '{\"a\": 1}'" in result.err
+    assert "operation" not in result.err
+    missing = repo.docket("ledger", "append", "repos", '{"key": "k"}')
+    assert missing.code == 1 and "None" not in missing.err and "it is missing" in missing.err
+    repo.ok("ledger", "map-put", "repos", "K", '"v"')
+    query = repo.docket("ledger", "query", "repos", "SELECT * FROM nope")
+    assert query.err == "docket: query failed: no such table: nope\n"
+    assert "read-only" in repo.docket("ledger", "query", "repos", "CREATE TABLE t (a)").err
+
+
+def test_record_help_names_the_argument_not_its_python_type(repo: Repo) -> None:
+    for command in ("claim", "decision", "question", "record", "resolve", "rebase"):
+        out = repo.ok(command, "--help").out
+        assert "<str>" not in out and "<list[str]>" not in out, out
+    assert "  TEXT  The proposition" in repo.ok("claim", "--help").out

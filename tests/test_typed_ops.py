@@ -68,7 +68,7 @@ def test_map_put_replaces_and_delete(typed: Repo):
     refused(typed, "repositories", {"operation": "put", "key": "k", "value": [1]}, "is not of type 'object'")
     refused(typed, "repositories", {"operation": "put", "key": 5, "value": {}}, "key must be a string")
     bad = typed.docket("ledger", "map-put", "repo/z", "{not json")
-    assert bad.code == 2 and "VALUE_JSON is not JSON" in bad.err
+    assert bad.code == 1 and "VALUE_JSON is not JSON" in bad.err and "'{\"a\": 1}'" in bad.err
 
 
 def test_table_insert_update_upsert_delete(typed: Repo):

@@ -83,7 +83,18 @@ def map_put(
 ) -> None:
     """Put KEY -> VALUE_JSON into a map ledger."""
     name, (key, value) = _split(args, 2, "[NAME] KEY VALUE_JSON")
-    _write(name, "map", [{"operation": "put", "key": key, "value": json_arg(value, "VALUE_JSON")}], txn)
+    _write(
+        name,
+        "map",
+        [
+            {
+                "operation": "put",
+                "key": key,
+                "value": json_arg(value, "VALUE_JSON", example="'\"a string\"' or '{\"a\": 1}'"),
+            }
+        ],
+        txn,
+    )
 
 
 @ledger_app.command("map-delete")
@@ -187,7 +198,7 @@ def verify(
         return
     typer.echo(f"# {api.UNTRUSTED}")
     for row in rows:
-        lines = f":{row['start_line']}-{row['end_line']}" if row["start_line"] else ""
+        lines = f":{row['start_line']}-{row['end_line'] or row['start_line']}" if row["start_line"] else ""
         detail = f" ({row['detail']})" if row["detail"] and row["status"] != "unchanged" else ""
         typer.echo(f"{row['note_id']}\t{row['status']}\t{row['path']}{lines}{detail}")
 

@@ -164,7 +164,15 @@ def run(values: dict[str, Any]) -> None:
             empty = False
             sys.stdout.write(lines(listed, oneline=values["oneline"]))  # a write per slice, not per line
     if empty:
-        print("docket: nothing recorded", file=sys.stderr)
+        import shlex
+
+        given = [f"--{name} {shlex.quote(values[name])}" for name in ("kind", "state", "find", "where") if values[name]]
+        if given:  # the ledger may hold many records: say the filter matched none
+            print(
+                f"docket: no record matches {' '.join(given)}; 'docket list' shows every current one", file=sys.stderr
+            )
+        else:
+            print("docket: nothing recorded", file=sys.stderr)
 
 
 def lines(listed: list[dict], *, oneline: bool) -> str:

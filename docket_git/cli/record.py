@@ -62,7 +62,7 @@ COMMANDS: dict[str, Command] = {
         "claim",
         "Record a claim: a scoped proposition the work relies on.",
         PANEL,
-        (Arg("text", "The proposition, stated (not asked)."),),
+        (Arg("text", "The proposition, stated (not asked).", "TEXT"),),
         (
             Opt("--state", "state", "unassessed, accepted, disputed or rejected.", "STATE", default="unassessed"),
             SCOPE,
@@ -76,7 +76,7 @@ COMMANDS: dict[str, Command] = {
         "decision",
         "Record a decision: a commitment to a choice, with what it beat and why.",
         PANEL,
-        (Arg("text", "What the decision commits to, as a statement."),),
+        (Arg("text", "What the decision commits to, as a statement.", "TEXT"),),
         (
             Opt("--choice", "choice", "The option chosen.", required=True),
             Opt("--alternative", "alternative", "An option the choice beat. Repeatable.", repeat=True),
@@ -100,7 +100,7 @@ COMMANDS: dict[str, Command] = {
         "question",
         "Record an open question. Answer it later with a claim or decision --answers ID.",
         PANEL,
-        (Arg("text", "The open inquiry."),),
+        (Arg("text", "The open inquiry.", "TEXT"),),
         (SCOPE, RATIONALE, SUPPORTS, *TAIL),
     ),
     "record": Command(
@@ -112,7 +112,7 @@ COMMANDS: dict[str, Command] = {
     batch as @N (counting from 1), e.g. {"kind":"decision",...,"depends_on":["@1"]}.
     """,
         PANEL,
-        (Arg("file", "A JSONL file of records, or - for stdin.", default="-"),),
+        (Arg("file", "A JSONL file of records, or - for stdin.", "FILE", default="-"),),
         (
             Opt("--dry-run", "dry_run", "Validate and print the record; write nothing.", bare=True),
             Opt("--json", "as_json", "Print the written records as JSONL.", bare=True),

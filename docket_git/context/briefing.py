@@ -328,6 +328,11 @@ def _appended_since(
     return Briefing(text, baseline=f"{meta.latest}@{meta.revision}")
 
 
+_NO_BASELINE = (
+    "--since {since!r} names no record and no commit here; give an ID, ID@DIGEST or a commit-ish (HEAD~3, a tag)"
+)
+
+
 def _baseline(
     snapshot: store.Snapshot, ledger: Path, since: str, notes: list[str]
 ) -> tuple[list[dict], dict[str, str] | None, str] | None:
@@ -346,6 +351,8 @@ def _baseline(
     if is_id and not digest:
         return None  # a bare ID this ledger lacks: nothing to match a version by
     root = store.find_repo_root(ledger.parent)
+    if root is None and not is_id:
+        raise ValueError(_NO_BASELINE.format(since=since))
     if root is None:
         return None
     from docket_git.history import baseline as history
@@ -359,6 +366,8 @@ def _baseline(
     except Exception as exc:  # a shallow or broken history degrades to the full briefing
         notes.append(f"cannot search git history for {since}: {exc}")
         return None
+    if hit is None and not is_id:
+        raise ValueError(_NO_BASELINE.format(since=since))  # a usage error, as a misspelt revision is to git
     if hit is None:
         return None
     records, commit = hit

@@ -234,7 +234,9 @@ def prepare(known: Index, drafts: list[dict]) -> list[dict]:
             check_line(record)
             index.check(record)
         except Invalid as exc:
-            raise LedgerError(f"{where}{exc.where}: {exc.message}") from None
+            # A refused record's ID was never allocated: name its kind, not an ID nobody will see.
+            named = record.get("kind") if exc.where == record.get("id") else exc.where
+            raise LedgerError(f"{where}{named}: {exc.message}") from None
         index.add(record, 0)
         ids.append(record["id"])
         out.append(record)

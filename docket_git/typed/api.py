@@ -214,7 +214,8 @@ def query(root: Path, ledger: Ledger, sql: str) -> tuple[list[str], list[tuple]]
     try:
         return db.query(path, sql)
     except sqlite3.Error as exc:
-        raise LedgerError(f"query failed: {exc} (the projection is read-only; see 'docket ledger path')") from None
+        hint = " (the projection is read-only; see 'docket ledger path')" if "readonly" in str(exc) else ""
+        raise LedgerError(f"query failed: {exc}{hint}") from None
 
 
 def diagnostics(root: Path, ledger: Ledger) -> list[tuple]:
