@@ -184,3 +184,17 @@ def test_record_help_names_the_argument_not_its_python_type(repo: Repo) -> None:
         out = repo.ok(command, "--help").out
         assert "<str>" not in out and "<list[str]>" not in out, out
     assert "  TEXT  The proposition" in repo.ok("claim", "--help").out
+
+
+# -- 9: list shows the derived state ------------------------------------------------------------------------
+
+
+def test_list_shows_a_blocked_decision_and_help_explains_the_arrow(repo: Repo) -> None:
+    repo.ok("claim", "premise four", "--state", "accepted")
+    repo.ok("decision", "use the queue", "--choice", "q", "--depends-on", "c1", "--supports", "c1")
+    repo.ok("claim", "premise four is wrong", "--state", "rejected", "--supersedes", "c1")
+    out = repo.ok("list").out
+    assert "d2  adopted, blocked by c1  use the queue  <- c1\n" in out
+    assert "d2    adopted, blocked by c1 use the queue" in repo.ok("list", "--oneline").out
+    assert repo.ok("list", "--json").json()[0]["state"] == "adopted"  # the data keeps its fields
+    assert "'<- c1,c2 | d5' lists what supports the record" in " ".join(repo.ok("list", "--help").out.split())
