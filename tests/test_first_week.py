@@ -198,3 +198,37 @@ def test_list_shows_a_blocked_decision_and_help_explains_the_arrow(repo: Repo) -
     assert "d2    adopted, blocked by c1 use the queue" in repo.ok("list", "--oneline").out
     assert repo.ok("list", "--json").json()[0]["state"] == "adopted"  # the data keeps its fields
     assert "'<- c1,c2 | d5' lists what supports the record" in " ".join(repo.ok("list", "--help").out.split())
+
+
+# -- 12: a size limit on record text ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("char", ["a", "é", "長"])
+def test_the_text_limit_is_one_rule_on_every_path(char: str) -> None:
+    from docket_git.ledger import canonical
+
+    fits = char * (validate.MAX_TEXT_BYTES // len(char.encode()))
+    over = fits + char
+    for text, ok in ((fits, True), (over, False)):
+        line = canonical.dumps(rec("c1", text=text))
+        assert (validate.canonical_fields(line) is not None) == ok
+        assert validate.quick_accept(json.loads(line), line, validate.Index(), 1) == ok
+        if ok:
+            assert validate.check_line(json.loads(line)) == "c1"
+        else:
+            with pytest.raises(validate.Invalid, match=r"at most 32768 \(32 KiB\)"):
+                validate.check_line(json.loads(line))
+
+
+def test_a_record_past_the_limit_is_refused_with_a_clear_message(repo: Repo) -> None:
+    before = repo.write_ledger([rec("c1")])
+    result = repo.docket("claim", "x" * 40000)
+    assert result.code == 1 and result.out == ""
+    assert result.err == (
+        "docket: claim: text is 40000 bytes; a record's text holds at most 32768 (32 KiB): "
+        "state it briefly and cite the long material with --evidence\n"
+    )
+    assert repo.ledger.read_bytes() == before
+    repo.write_ledger([rec("c1"), rec("c2", text="y" * 40000)])
+    check = repo.docket("check")
+    assert check.code == 1 and "c2: text is 40000 bytes" in check.out + check.err

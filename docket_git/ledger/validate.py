@@ -120,6 +120,18 @@ def _check_legacy(rid: str, record: dict) -> None:
             raise Invalid(rid, f"legacy relation_map {key} must equal {relation}")
 
 
+#: The most UTF-8 bytes a record's text may hold: the order of gh-aw's 32 KiB record. A briefing,
+#: a list line and a merge read every text; one pasted log must not become every reader's cost.
+MAX_TEXT_BYTES = 32 * 1024
+
+
+def text_too_long(text: str) -> bool:
+    """True when text's UTF-8 form passes ``MAX_TEXT_BYTES`` (the rule every validation path asks here)."""
+    if len(text) <= MAX_TEXT_BYTES // 4:  # a character is at most 4 bytes: nearly every text stops here
+        return False
+    return len(text) > MAX_TEXT_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES
+
+
 def check_line(record: object) -> str:
     """Apply every single-record rule in order; return the record's ID."""
     if not isinstance(record, dict):
@@ -143,6 +155,12 @@ def check_line(record: object) -> str:
     text = record.get("text")
     if not isinstance(text, str) or not text:
         raise Invalid(rid, "text must be a non-empty string")
+    if text_too_long(text):
+        raise Invalid(
+            rid,
+            f"text is {len(text.encode('utf-8', 'surrogatepass'))} bytes; a record's text holds at most "
+            f"{MAX_TEXT_BYTES} (32 KiB): state it briefly and cite the long material with --evidence",
+        )
     state = record.get("state")
     if "state" not in record:
         allowed = ", ".join(model.STATES[kind])
@@ -487,7 +505,7 @@ def _general(record: dict, kind: str, rid: str) -> tuple | None:
         return None
     get = record.get
     value = get("text")
-    if type(value) is not str or not value or get("state") not in model.STATES[kind]:
+    if type(value) is not str or not value or text_too_long(value) or get("state") not in model.STATES[kind]:
         return None
     for name in _REQUIRED_STRINGS:
         if type(get(name)) is not str:
@@ -574,7 +592,9 @@ def _canonical(record: dict, kind: str) -> tuple | None:
     for value in texts:
         if type(value) is not str:
             return None
-    if not texts[0] or record["state"] not in model.STATES[kind] or type(record["pinned"]) is not bool:
+    if not texts[0] or text_too_long(texts[0]) or record["state"] not in model.STATES[kind]:
+        return None
+    if type(record["pinned"]) is not bool:
         return None
     scope, supports, depends_on, answers, supersedes, evidence = _LISTS(record)
     if (
@@ -776,6 +796,8 @@ def canonical_fields(text: str) -> tuple | None:
     if match is None:
         return None
     fields = match.groups()
+    if text_too_long(fields[1]):
+        return None  # check_line refuses it: the exact path gives the message
     supports = fields[12]
     return (
         model.KIND_OF_PREFIX[fields[0][0]],
