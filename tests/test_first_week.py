@@ -232,3 +232,26 @@ def test_a_record_past_the_limit_is_refused_with_a_clear_message(repo: Repo) -> 
     repo.write_ledger([rec("c1"), rec("c2", text="y" * 40000)])
     check = repo.docket("check")
     assert check.code == 1 and "c2: text is 40000 bytes" in check.out + check.err
+
+
+# -- 10: the record hints can be silenced -------------------------------------------------------------------
+
+
+def test_hints_false_silences_the_record_hints_and_nothing_else(repo: Repo) -> None:
+    assert "recorded without --rationale" in repo.ok("claim", "one premise").err
+    config = repo.path / ".docket" / "config.toml"
+    config.write_text("hints = false\n\n[budget]\ntarget = 9000\n")
+    quiet = repo.ok("claim", "another premise")
+    assert (quiet.out, quiet.err) == ("c2  unassessed  another premise\n", "")
+    blocked = repo.ok("claim", "a correction", "--supersedes", "c1")
+    assert blocked.err == ""
+    config.write_text('hints = "no"\n')
+    assert repo.docket("context").err == "docket: hints must be true or false\n"
+    assert "recorded without" in repo.ok("claim", "a third premise").err  # a bad config never fails a write
+
+
+def test_the_demo_no_longer_hides_stderr() -> None:
+    from pathlib import Path
+
+    demo = (Path(__file__).resolve().parent.parent / "scripts" / "demo").read_text()
+    assert "2>/dev/null\n" not in demo and "hints = false" in demo

@@ -236,6 +236,17 @@ def path_like_components(scopes: list[str], root: Path, *, batch: bool) -> list[
     return out
 
 
+def _hints_wanted() -> bool:
+    """The record hints are on unless ``hints = false`` in the ledger's config.toml."""
+    from docket_git.context.config import ConfigError, hints_enabled
+
+    path = store.find_ledger(Path.cwd())
+    try:
+        return path is None or hints_enabled(path)
+    except ConfigError:
+        return True  # the record is written: a bad config is the briefing's to report, not a failure here
+
+
 def report(records: list[dict], *, as_json: bool, dry_run: bool, jsonl: bool = False) -> None:
     """Print the records (one line each, or JSON), then their hints and the dry-run note on stderr."""
     for record in records:
@@ -245,8 +256,9 @@ def report(records: list[dict], *, as_json: bool, dry_run: bool, jsonl: bool = F
             out = f"{record['id']}  {record['state']}  {record['text']}"
         sys.stdout.write(out + "\n")
     sys.stdout.flush()
-    for record in records:
-        for hint in recording.hints(record, batch=jsonl):
+    said = [hint for record in records for hint in recording.hints(record, batch=jsonl)]
+    if said and _hints_wanted():
+        for hint in said:
             warn(hint)
     if dry_run:
         warn(f"dry run: {len(records)} record(s) valid; nothing written")
