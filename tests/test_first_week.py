@@ -255,3 +255,15 @@ def test_the_demo_no_longer_hides_stderr() -> None:
 
     demo = (Path(__file__).resolve().parent.parent / "scripts" / "demo").read_text()
     assert "2>/dev/null\n" not in demo and "hints = false" in demo
+
+
+# -- 6: the author before init ------------------------------------------------------------------------------
+
+
+def test_the_first_record_before_init_is_attributed_to_git_s_user(bare_repo: Repo) -> None:
+    env = {k: v for k, v in bare_repo.env.items() if k not in ("DOCKET_AUTHOR", "USER")}
+    first = Repo(bare_repo.path, env)
+    bare_repo.git("config", "user.name", "Ada Lovelace")
+    result = first.ok("claim", "the first premise")
+    assert "could not detect an author" not in result.err
+    assert first.records()[0]["author"] == "Ada Lovelace"

@@ -35,6 +35,8 @@ def detect_author(where: Path | None = None) -> tuple[str, bool]:
         return "codex", False
     if env.get("USER"):
         return env["USER"], False
+    while where is not None and not where.is_dir():  # before init: .docket/ does not exist yet
+        where = where.parent if where.parent != where else None
     if where is not None:
         from docket_git.repo.gitio import run_git
 
