@@ -267,3 +267,19 @@ def test_the_first_record_before_init_is_attributed_to_git_s_user(bare_repo: Rep
     result = first.ok("claim", "the first premise")
     assert "could not detect an author" not in result.err
     assert first.records()[0]["author"] == "Ada Lovelace"
+
+
+# -- 2: the auto-scope is kept when a record is scoped to a changed file ------------------------------------
+
+
+def test_auto_scope_is_kept_for_a_record_scoped_to_a_changed_root_file(repo: Repo) -> None:
+    (repo.path / "tracked.py").write_text("x\n")
+    repo.ok("claim", "the tracked premise", "--scope", "tracked.py")
+    repo.ok("claim", "an unrelated premise")
+    repo.git("add", "-A")
+    repo.git("commit", "-qm", "one")
+    (repo.path / "tracked.py").write_text("y\n")
+    for args in ([], ["--auto-scope"]):
+        out = repo.ok("context", *args).out
+        assert "# files: tracked.py\n" in out, out
+        assert "### c1 | claim" in out
