@@ -283,3 +283,24 @@ def test_auto_scope_is_kept_for_a_record_scoped_to_a_changed_root_file(repo: Rep
         out = repo.ok("context", *args).out
         assert "# files: tracked.py\n" in out, out
         assert "### c1 | claim" in out
+
+
+# -- 4 and 14: docs that match the behaviour ----------------------------------------------------------------
+
+_DOCS = __import__("pathlib").Path(__file__).resolve().parent.parent / "docs"
+
+
+def test_docs_index_lists_each_page_once() -> None:
+    import re
+
+    links = re.findall(r"^- \[([^\]]+)\]", (_DOCS / "README.md").read_text(), re.M)
+    assert len(links) == len(set(links)), links
+
+
+def test_coming_from_docket_says_where_is_supported_and_it_is(repo: Repo) -> None:
+    page = " ".join((_DOCS / "coming-from-docket.md").read_text().split())
+    assert "and `--where` queries (they wait" not in page
+    assert "`docket list --where QUERY` and `docket export --where QUERY`" in page
+    repo.ok("claim", "a premise", "--scope", "src/pay/api.py")
+    assert repo.ok("list", "--where", "kind:claim").out.startswith("c1  unassessed  a premise")
+    assert '"c1"' in repo.ok("export", "--where", "kind:claim").out
