@@ -304,3 +304,29 @@ def test_coming_from_docket_says_where_is_supported_and_it_is(repo: Repo) -> Non
     repo.ok("claim", "a premise", "--scope", "src/pay/api.py")
     assert repo.ok("list", "--where", "kind:claim").out.startswith("c1  unassessed  a premise")
     assert '"c1"' in repo.ok("export", "--where", "kind:claim").out
+
+
+# -- 7: the briefing during a conflict ----------------------------------------------------------------------
+
+
+def test_the_conflict_briefing_names_the_repository_and_the_missing_driver(repo: Repo, tmp_path) -> None:
+    import subprocess
+
+    repo.ok("claim", "base")
+    repo.git("add", "-A")
+    repo.git("commit", "-qm", "base")
+    subprocess.run(["git", "clone", "-q", str(repo.path), str(tmp_path / "shop")], check=True, env=repo.env)
+    clone = Repo(tmp_path / "shop", repo.env)  # no docket init here: git merges the ledger as text
+    clone.git("checkout", "-qb", "side")
+    clone.ok("claim", "on side")
+    clone.git("commit", "-qam", "side")
+    clone.git("checkout", "-q", "main")
+    clone.ok("claim", "on main")
+    clone.git("commit", "-qam", "main")
+    clone.git("merge", "side", check=False)
+    assert "<<<<<<<" in clone.ledger.read_text()
+    payload = {"source": "startup", "session_id": "s1", "cwd": str(clone.path)}
+    out = clone.ok("hook", "session-start", "--for", "claude", input=json.dumps(payload)).out
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert "# docket: shop | " in context, context[:600]
+    assert "merge driver not set up" in context, context[:600]

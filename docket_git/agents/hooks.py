@@ -369,7 +369,8 @@ def _brief_during_conflict(cwd: Path, agent: str) -> bool:
         settings = store.find_ledger(cwd).parent / "config.toml"  # type: ignore[union-attr]
         with contextlib.suppress(FileNotFoundError):
             (ledger.parent / "config.toml").write_bytes(files.read_bytes(settings, settings.parent.parent))
-        briefing = build_briefing(cwd, ledger=ledger, max_chars=CONTEXT_LIMITS[agent] - len(note))
+        root = store.find_repo_root(cwd)
+        briefing = build_briefing(cwd, ledger=ledger, max_chars=CONTEXT_LIMITS[agent] - len(note), root=root)
     _emit(envelope.payload(note + briefing.text, agent))
     return True
 
