@@ -330,3 +330,17 @@ def test_the_conflict_briefing_names_the_repository_and_the_missing_driver(repo:
     context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
     assert "# docket: shop | " in context, context[:600]
     assert "merge driver not set up" in context, context[:600]
+
+
+def test_the_tour_s_typed_ledger_is_declared_and_the_hint_names_the_type(repo: Repo) -> None:
+    hint = repo.docket("ledger", "map-put", "repos", "api", '{"stars": 3}')
+    assert hint.code == 1 and 'add [ledgers.repos] with type = "map" to' in hint.err
+    readme = (_DOCS.parent / "README.md").read_text()
+    declare = next(line for line in readme.splitlines() if "[ledgers.repos]" in line)
+    import subprocess
+
+    subprocess.run(declare.split("  #")[0], shell=True, cwd=repo.path, check=True)
+    repo.ok("ledger", "map-put", "repos", "api", '{"stars": 3}')
+    assert "Not yet: `--where`" not in (_DOCS / "graph.md").read_text()
+    assert "--create-dir)" in (_DOCS / "sessions.md").read_text()
+    assert repo.docket("session", "load-last", "--project", "billing").code == 1  # as the page now says

@@ -52,6 +52,10 @@ def resolve(root: Path, name: str | None, ltype: str | None = None) -> Ledger:
         return found
     if declare.NAME.match(name) and ledger_file(root, name).is_file() and ltype is None:
         return Ledger(name=name)  # an undeclared file reads as an untyped ledger of records
+    if ltype is not None:  # the command says which type it writes: name that one
+        raise LedgerError(
+            f"ledger '{name}' is not declared; add [ledgers.{name}] with type = \"{ltype}\" to .docket/config.toml"
+        )
     raise LedgerError(
         f"ledger '{name}' is not declared; add [ledgers.{name}] with type = \"log\" (or set, map, table, "
         f"counter, notes) to .docket/config.toml"
