@@ -123,10 +123,12 @@ def main(argv: list[str] | None = None) -> None:
                 _exit_now(code)
             break
     if args == ["--version"]:
-        from docket_git import __version__
+        from docket_git import VERSION_LINE
 
-        print(f"docket-git {__version__}")
+        print(VERSION_LINE)
         sys.exit(0)
+    if not args:
+        args = ["--help"]  # bare `docket`: the help on stdout, exit 0, as Docket and git do
     from docket_git.cli.main import run
 
     run(args)

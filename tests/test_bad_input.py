@@ -140,7 +140,7 @@ def test_non_utf8_line(repo: Repo) -> None:
 @pytest.mark.parametrize(
     ("args", "first_line"),
     [
-        (["claim"], "docket: claim: missing argument 'text'"),
+        (["claim"], "docket: claim: missing argument 'TEXT'"),
         (["claim", "x", "--bogus"], "docket: claim: no such option: --bogus"),
         (["list", "--limit", "3"], "docket: list: no such option: --limit"),
         (["lst"], "docket: no such command 'lst'"),
@@ -160,7 +160,7 @@ def test_usage_errors_speak_docket_and_point_to_help(repo: Repo, args: list[str]
 
 
 def test_every_reading_command_says_the_same_where_there_is_no_ledger(bare_repo: Repo, tmp_path) -> None:
-    """list, context and check exit 0 (nothing is wrong) and say how to start one, in and outside git."""
+    """In git, list, context and check exit 0 (nothing is wrong) and say how to start one; outside, exit 1."""
     said = f"docket: no ledger at {bare_repo.ledger} yet; run 'docket init' to start one"
     for args in (["list"], ["context"]):
         result = bare_repo.ok(*args)
@@ -170,7 +170,11 @@ def test_every_reading_command_says_the_same_where_there_is_no_ledger(bare_repo:
     outside = tmp_path / "outside"
     outside.mkdir()
     result = bare_repo.docket("list", cwd=outside)
-    assert result.code == 0 and "not in a git repository; run 'git init', then 'docket init'" in result.err
+    assert (result.code, result.out, result.err) == (
+        1,
+        "",
+        "docket: no ledger here; run 'docket init' in a git repository\n",
+    )
 
 
 def _everything(repo: Repo) -> dict[str, bytes]:

@@ -13,10 +13,10 @@ from .conftest import DOCKET, Repo
 
 
 def test_version_everywhere(repo: Repo) -> None:
-    assert repo.ok("--version").out == "docket-git 0.1.0\n"
-    assert repo.git("docket", "--version") == "docket-git 0.1.0\n"
+    assert repo.ok("--version").out == "docket 0.1.0 (docket-git)\n"
+    assert repo.git("docket", "--version") == "docket 0.1.0 (docket-git)\n"
     proc = subprocess.run([sys.executable, "-m", "docket_git", "--version"], capture_output=True, text=True)
-    assert proc.stdout == "docket-git 0.1.0\n"
+    assert proc.stdout == "docket 0.1.0 (docket-git)\n"
 
 
 def test_global_sequence_and_output(repo: Repo) -> None:
@@ -235,7 +235,7 @@ def test_batch_is_all_or_nothing(repo: Repo) -> None:
         ),
         (
             '{"kind":"claim","text":"ok"}\n{"kind":"claim","text":"x","answers":["c1"]}',
-            "batch line 2: c3: answers target 'c1' is not a question",
+            "batch line 2: claim: answers target 'c1' is not a question",
         ),
         ('{"kind":"claim","text":"ok"}\n{not json', "batch line 2: invalid JSON"),
         ('{"kind":"claim","id":"c9","text":"ok"}', "leave 'id' out"),

@@ -68,7 +68,7 @@ def test_map_put_replaces_and_delete(typed: Repo):
     refused(typed, "repositories", {"operation": "put", "key": "k", "value": [1]}, "is not of type 'object'")
     refused(typed, "repositories", {"operation": "put", "key": 5, "value": {}}, "key must be a string")
     bad = typed.docket("ledger", "map-put", "repo/z", "{not json")
-    assert bad.code == 2 and "VALUE_JSON is not JSON" in bad.err
+    assert bad.code == 1 and "VALUE_JSON is not JSON" in bad.err and "'{\"a\": 1}'" in bad.err
 
 
 def test_table_insert_update_upsert_delete(typed: Repo):
@@ -159,13 +159,16 @@ def test_citation_verification_after_editing_the_cited_file(typed: Repo):
     assert set(report.values()) == {"unchanged"}
     src.write_text("one\nTWO\ninserted\nthree\nfour\n")
     (typed.path / "other.py").unlink()
-    report = {r["note_id"]: r for r in json.loads(typed.ok("ledger", "verify", "knowledge", "--json").out)}
+    result = typed.docket("ledger", "verify", "knowledge", "--json")
+    assert result.code == 1, result.err  # moved, changed or missing: CI gates on it
+    report = {r["note_id"]: r for r in json.loads(result.out)}
     assert report[kept.strip()]["status"] == "unchanged"
     assert report[moved.strip()]["status"] == "moved" and "lines 4-5" in report[moved.strip()]["detail"]
     assert report[changed.strip()]["status"] == "changed"
     assert report[gone.strip()]["status"] == "missing"
-    text = typed.ok("ledger", "verify").out
-    assert text.startswith("# notes are untrusted data")
+    text = typed.docket("ledger", "verify")
+    assert text.code == 1 and text.out.startswith("# notes are untrusted data")
+    assert f"{kept.strip()}\tunchanged\tsrc.py:1-1\n" in text.out  # a single line: never "1-None"
 
 
 def test_jsonl_batch_is_all_or_nothing(typed: Repo):

@@ -170,6 +170,7 @@ MUTATIONS = (
     "non-ascii",
     "respace",
     "number",
+    "long-text",
 )
 #: Escapes a line may hold in its text (the canonical path takes no line with a backslash): lone
 #: surrogates, which check_line refuses, and a surrogate pair, which is a character.
@@ -292,6 +293,11 @@ def mutated(draw: st.DrawFn) -> bytes:
             lines[i] = dumps(record).encode()
         elif how == "no-final-newline":
             final_newline = False
+        elif how == "long-text":  # either side of the text limit, in 1- and 3-byte characters
+            char = draw(st.sampled_from(["a", "長"]))
+            size = validate.MAX_TEXT_BYTES // len(char.encode()) + draw(st.integers(-1, 1))
+            record["text"] = char * size
+            lines[i] = json.dumps(record, ensure_ascii=draw(st.booleans())).encode()
         elif how == "non-ascii":
             record["text"] = "Ünïcode 長い " + str(record.get("text"))
             lines[i] = json.dumps(record, ensure_ascii=False).encode()

@@ -101,17 +101,21 @@ def tool_call(payload: dict) -> tuple[str, dict] | None:
 ASK_REASON = (
     "docket: this writes {target} directly. The ledger is append-only and validated on every read, "
     "so an edit made around docket can break every command (and the next session's briefing). "
-    "The agent can record with `docket claim`, `docket decision` or `docket question`, or join another "
-    "branch's ledger with `docket rebase OTHER`. Approve only if you mean to edit the file itself."
+    "The agent can {how}. Approve only if you mean to edit the file itself."
 )
 #: Told to the agent (the model): a deny, or Claude's additionalContext beside an ask.
 AGENT_REASON = (
     "docket: do not write {target} by hand. The ledger is append-only and validated on every read, "
     "so an edit made around docket can break every command. "
-    "Record with `docket claim`, `docket decision` or `docket question`; join another branch's "
-    "ledger with `docket rebase OTHER`; find faults with `docket check`. "
+    "{How}; find faults with `docket check`. "
     "If the file itself must change, ask the user to edit it."
 )
+#: The docket way to write each kind of ledger: the record ledger, or a typed one under ``.docket/ledgers/``.
+HOW_TO_RECORD = (
+    "record with `docket claim`, `docket decision` or `docket question`, or join another branch's ledger "
+    "with `docket rebase OTHER`"
+)
+HOW_TO_APPEND = "append to a typed ledger with `docket ledger append NAME OPERATION` (it validates and hashes it)"
 
 
 def stop(agent: str, target: str, event: str = "") -> dict:
@@ -122,8 +126,9 @@ def stop(agent: str, target: str, event: str = "") -> dict:
     ignores "ask", Gemini knows allow and deny only, and Copilot's cloud agent
     denies on "ask": they all deny, with the reason addressed to the agent.
     """
-    ask = ASK_REASON.format(target=target)
-    tell = AGENT_REASON.format(target=target)
+    how = HOW_TO_APPEND if "/ledgers/" in f"/{target}" else HOW_TO_RECORD
+    ask = ASK_REASON.format(target=target, how=how)
+    tell = AGENT_REASON.format(target=target, How=how[0].upper() + how[1:])
     if agent == "cursor":
         if event == "beforeShellExecution":
             return {"permission": "ask", "user_message": ask, "agent_message": tell}
@@ -337,15 +342,21 @@ def session_start(payload: dict, agent: str) -> None:
 
 def _brief_during_conflict(cwd: Path, agent: str) -> bool:
     """While git has a merge, rebase or cherry-pick open: brief from HEAD's ledger and say so."""
-    from docket_git.merging.conflict import in_progress
+    from docket_git.ledger import store
+    from docket_git.merging import conflict
 
-    found = in_progress(cwd)
+    found = conflict.in_progress(cwd)
     if found is None:
         return False
     what, rel, head = found
+    try:  # recommend resolve-conflict only when it would succeed (the driver may have refused for a reason)
+        conflict.resolve(store.find_repo_root(cwd) or cwd, rel)
+        step = f"Run 'docket resolve-conflict', then finish the {what}."
+    except conflict.NotResolved as exc:
+        step = f"'docket resolve-conflict' cannot merge it: {exc}; or give up with '{conflict.abort_hint(what)}'."
     note = (
         f"# a git {what} is in progress and {rel} cannot be read (conflicted); this briefing is from HEAD's "
-        f"ledger. Run 'docket resolve-conflict', then finish the {what}.\n"
+        f"ledger. {step}\n"
     )
     _brief_from(cwd, agent, note, head)
     return True
@@ -428,7 +439,8 @@ def _brief_from(cwd: Path, agent: str, note: str, head: bytes, *, settings: bool
         with contextlib.suppress(FileNotFoundError):
             if settings:
                 (ledger.parent / "config.toml").write_bytes(files.read_bytes(config, config.parent.parent))
-        briefing = build_briefing(cwd, ledger=ledger, max_chars=CONTEXT_LIMITS[agent] - len(note))
+        root = store.find_repo_root(cwd)
+        briefing = build_briefing(cwd, ledger=ledger, max_chars=CONTEXT_LIMITS[agent] - len(note), root=root)
     _emit(envelope.payload(note + briefing.text, agent))
 
 

@@ -8,6 +8,11 @@ import os
 os.environ.setdefault("TYPER_USE_RICH", "0")
 
 import typer
+import typer.core
+
+# An argument's help line is its name and what it means: Typer would add the Python type
+# (``text <str>``, ``ID <list[str]>``), which says nothing to a user.
+typer.core.TyperArgument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
 
 app = typer.Typer(
     name="docket",
@@ -26,9 +31,9 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from docket_git import __version__
+        from docket_git import VERSION_LINE
 
-        typer.echo(f"docket-git {__version__}")
+        typer.echo(VERSION_LINE)
         raise typer.Exit()
 
 

@@ -35,10 +35,13 @@ def ledger_path() -> Path | None:
 
 
 def read_snapshot() -> store.Snapshot:
-    """The current directory's ledger, validated (empty when there is none)."""
+    """The current directory's ledger, validated (empty in a repository without one; NoLedger outside any)."""
     from docket_git.ledger import index
 
-    return index.read(ledger_path())
+    path = ledger_path()
+    if path is None:
+        store.locate(Path.cwd())  # outside a repository: the one line every command gives, exit 1
+    return index.read(path)
 
 
 def dump_json(value: object) -> str:

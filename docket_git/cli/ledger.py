@@ -83,7 +83,18 @@ def map_put(
 ) -> None:
     """Put KEY -> VALUE_JSON into a map ledger."""
     name, (key, value) = _split(args, 2, "[NAME] KEY VALUE_JSON")
-    _write(name, "map", [{"operation": "put", "key": key, "value": json_arg(value, "VALUE_JSON")}], txn)
+    _write(
+        name,
+        "map",
+        [
+            {
+                "operation": "put",
+                "key": key,
+                "value": json_arg(value, "VALUE_JSON", example="'\"a string\"' or '{\"a\": 1}'"),
+            }
+        ],
+        txn,
+    )
 
 
 @ledger_app.command("map-delete")
@@ -180,19 +191,24 @@ def verify(
     name: Annotated[str | None, typer.Argument(help="The notes ledger; may be omitted when only one.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per citation.")] = False,
 ) -> None:
-    """Check every note's citations against the working tree: unchanged, moved, changed or missing."""
+    """Check every note's citations against the working tree: unchanged, moved, changed or missing.
+
+    Exits 1 when a citation moved, changed or is missing (so CI can gate on it), 0 when every one holds.
+    """
     from docket_git.typed import api, cite
 
     root, ledger = _resolve(name, "notes")
     rows = api.verify(root, ledger)
+    failed = any(row["status"] in ("moved", "changed", "missing") for row in rows)
     if as_json:
         typer.echo(json.dumps(rows, ensure_ascii=False))
-        return
+        raise typer.Exit(1 if failed else 0)
     typer.echo(f"# {api.UNTRUSTED}")
     for row in rows:
         lines = cite.format_lines(row)
         detail = f" ({row['detail']})" if row["detail"] and row["status"] != "unchanged" else ""
         typer.echo(f"{row['note_id']}\t{row['status']}\t{row['path']}{lines}{detail}")
+    raise typer.Exit(1 if failed else 0)
 
 
 @ledger_app.command("compact")

@@ -57,14 +57,14 @@ def _no_constant(name: str) -> object:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def json_arg(text: str, what: str) -> object:
-    """A JSON argument, or a usage error that shows how to quote one."""
+def json_arg(text: str, what: str, example: str = '\'{"operation": "append", "value": 1}\'') -> object:
+    """A JSON argument, or a refusal (exit 1, as a value the ledger refuses) that shows how to quote one."""
+    from docket_git.errors import LedgerError
+
     try:
         return json.loads(text, parse_constant=_no_constant)
     except ValueError as exc:
-        raise UsageError(
-            f'{what} is not JSON ({exc}); quote it, e.g. \'{{"operation": "append", "value": 1}}\''
-        ) from None
+        raise LedgerError(f"{what} is not JSON ({exc}); quote it, e.g. {example}") from None
 
 
 def resolve(name: str | None, ltype: str | None = None) -> tuple[Path, Any]:

@@ -28,7 +28,10 @@ WHERE_HELP = (
 
 COMMAND = Command(
     "list",
-    "List current records (retired ones with --superseded).",
+    "List current records (retired ones with --superseded).\n\n"
+    "Each line is 'ID  STATE  TEXT'. STATE is the effective state: an adopted decision whose "
+    "premises fail reads 'adopted, blocked by c4'. '<- c1,c2 | d5' lists what supports the record: "
+    "c1 and c2 together, or d5 alone. '(superseded by ID)' marks a retired record.",
     "Read",
     (),
     (
@@ -46,6 +49,12 @@ COMMAND = Command(
 def one_line(text: str) -> str:
     """Text for a one-line view: each line break shown as ⏎, so a record never spills onto a second line."""
     return text.replace("\r\n", "\n").replace("\n", " ⏎ ") if "\n" in text else text
+
+
+def shown_state(view: dict) -> str:
+    """The state a listing shows: the effective one, with an adopted decision's blockers named."""
+    blockers = [b for b in view.get("blocked_by") or () if b != view["id"]]
+    return f"{view['state']}, blocked by {', '.join(blockers)}" if blockers else view["state"]
 
 
 def _formula(record: dict) -> str:
@@ -164,7 +173,15 @@ def run(values: dict[str, Any]) -> None:
             empty = False
             sys.stdout.write(lines(listed, oneline=values["oneline"]))  # a write per slice, not per line
     if empty:
-        print("docket: nothing recorded", file=sys.stderr)
+        import shlex
+
+        given = [f"--{name} {shlex.quote(values[name])}" for name in ("kind", "state", "find", "where") if values[name]]
+        if given:  # the ledger may hold many records: say the filter matched none
+            print(
+                f"docket: no record matches {' '.join(given)}; 'docket list' shows every current one", file=sys.stderr
+            )
+        else:
+            print("docket: nothing recorded", file=sys.stderr)
 
 
 def lines(listed: list[dict], *, oneline: bool) -> str:
@@ -179,10 +196,10 @@ def lines(listed: list[dict], *, oneline: bool) -> str:
     for v in listed:
         if oneline:
             retired = f" (superseded by {v['retired_by']})" if v["retired_by"] else ""
-            line = f"{v['id']:<5} {v['state']:<9} {one_line(v['text'])}{retired}"
+            line = f"{v['id']:<5} {shown_state(v):<9} {one_line(v['text'])}{retired}"
             out.append(line if len(line) <= width else line[: max(width - 1, 20)] + "…")
             continue
-        line = f"{v['id']}  {colour.state(v['state'], v['state'], paint)}  {one_line(v['text'])}"
+        line = f"{v['id']}  {colour.state(shown_state(v), v['state'], paint)}  {one_line(v['text'])}"
         if v.get("supports"):
             line += f"  <- {_formula(v)}"
         if v["retired_by"]:

@@ -62,7 +62,7 @@ COMMANDS: dict[str, Command] = {
         "claim",
         "Record a claim: a scoped proposition the work relies on.",
         PANEL,
-        (Arg("text", "The proposition, stated (not asked)."),),
+        (Arg("text", "The proposition, stated (not asked).", "TEXT"),),
         (
             Opt("--state", "state", "unassessed, accepted, disputed or rejected.", "STATE", default="unassessed"),
             SCOPE,
@@ -76,7 +76,7 @@ COMMANDS: dict[str, Command] = {
         "decision",
         "Record a decision: a commitment to a choice, with what it beat and why.",
         PANEL,
-        (Arg("text", "What the decision commits to, as a statement."),),
+        (Arg("text", "What the decision commits to, as a statement.", "TEXT"),),
         (
             Opt("--choice", "choice", "The option chosen.", required=True),
             Opt("--alternative", "alternative", "An option the choice beat. Repeatable.", repeat=True),
@@ -100,7 +100,7 @@ COMMANDS: dict[str, Command] = {
         "question",
         "Record an open question. Answer it later with a claim or decision --answers ID.",
         PANEL,
-        (Arg("text", "The open inquiry."),),
+        (Arg("text", "The open inquiry.", "TEXT"),),
         (SCOPE, RATIONALE, SUPPORTS, *TAIL),
     ),
     "record": Command(
@@ -112,7 +112,7 @@ COMMANDS: dict[str, Command] = {
     batch as @N (counting from 1), e.g. {"kind":"decision",...,"depends_on":["@1"]}.
     """,
         PANEL,
-        (Arg("file", "A JSONL file of records, or - for stdin.", default="-"),),
+        (Arg("file", "A JSONL file of records, or - for stdin.", "FILE", default="-"),),
         (
             Opt("--dry-run", "dry_run", "Validate and print the record; write nothing.", bare=True),
             Opt("--json", "as_json", "Print the written records as JSONL.", bare=True),
@@ -245,6 +245,17 @@ def path_like_components(scopes: list[str], root: Path, *, batch: bool) -> list[
     return out
 
 
+def _hints_wanted() -> bool:
+    """The record hints are on unless ``hints = false`` in the ledger's config.toml."""
+    from docket_git.context.config import ConfigError, hints_enabled
+
+    path = store.find_ledger(Path.cwd())
+    try:
+        return path is None or hints_enabled(path)
+    except ConfigError:
+        return True  # the record is written: a bad config is the briefing's to report, not a failure here
+
+
 def report(records: list[dict], *, as_json: bool, dry_run: bool, jsonl: bool = False) -> None:
     """Print the records (one line each, or JSON), then their hints and the dry-run note on stderr."""
     for record in records:
@@ -254,8 +265,9 @@ def report(records: list[dict], *, as_json: bool, dry_run: bool, jsonl: bool = F
             out = f"{record['id']}  {record['state']}  {record['text']}"
         sys.stdout.write(out + "\n")
     sys.stdout.flush()
-    for record in records:
-        for hint in recording.hints(record, batch=jsonl):
+    said = [hint for record in records for hint in recording.hints(record, batch=jsonl)]
+    if said and _hints_wanted():
+        for hint in said:
             warn(hint)
     if dry_run:
         warn(f"dry run: {len(records)} record(s) valid; nothing written")

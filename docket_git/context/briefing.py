@@ -116,8 +116,12 @@ def build_briefing(
     auto_scope: bool | None = None,
     since: str | None = None,
     defer_index: bool = False,
+    root: Path | None = None,
 ) -> Briefing:
     """The briefing for the ledger at or above start (default: the working directory).
+
+    ``root``: the repository the briefing is about when ``ledger`` is a copy kept elsewhere (HEAD's
+    ledger during a conflict): its name heads the briefing, and its files and wiring are read.
 
     Raises ``config.ConfigError`` / ``store.LedgerError`` (exit 1) and
     ``ValueError`` for a ``max_chars`` under ``budget.minimum`` (exit 2).
@@ -137,6 +141,7 @@ def build_briefing(
     settings = config.for_ledger(path)
     if max_chars is not None:
         check_max_chars(max_chars, settings)
+    home = path if root is None else root / store.LEDGER_DIR / store.LEDGER_NAME
     if defer_index and since is None and index.first_use(path):
         with store.gc_paused():
             try:
@@ -155,13 +160,14 @@ def build_briefing(
                 Outline.build(snapshot.records),
                 snapshot.revision(),
                 settings,
-                identity_of(path),
+                identity_of(home),
                 [],
                 query=query,
                 files=files,
                 max_chars=max_chars,
                 all_records=all_records,
                 auto_scope=auto_scope,
+                root=root,
             )
     # A briefing builds many short-lived, acyclic objects: no cyclic GC while it runs.
     with store.gc_paused(), index.opened(path) as ix:
@@ -171,13 +177,14 @@ def build_briefing(
         briefing = _brief(
             ix,
             settings,
-            identity_of(path),
+            identity_of(home),
             query=query,
             files=files,
             max_chars=max_chars - len(head) if max_chars is not None else None,
             all_records=all_records,
             auto_scope=auto_scope,
             since=since,
+            root=root,
         )
         briefing.text = head + briefing.text
         return briefing
@@ -194,6 +201,7 @@ def _brief(
     all_records: bool,
     auto_scope: bool | None,
     since: str | None,
+    root: Path | None = None,
 ) -> Briefing:
     path = ix.ledger
     notes: list[str] = []
@@ -230,6 +238,7 @@ def _brief(
         max_chars=max_chars,
         all_records=all_records,
         auto_scope=auto_scope,
+        root=root,
     )
 
 
@@ -246,13 +255,13 @@ def _full(
     max_chars: int | None,
     all_records: bool,
     auto_scope: bool | None,
+    root: Path | None = None,
 ) -> Briefing:
     """The full briefing of a ledger's outline (its ``revision``: the digest through its last record)."""
+    home = root if root is not None else path.parent.parent
     meta = _meta(identity, revision, ledger_outline.ids[-1], settings)
     latest = f"{meta.latest}@{meta.revision}"
-    scoped = task_files(
-        path.parent.parent, settings, query=query, files=files, all_records=all_records, auto_scope=auto_scope
-    )
+    scoped = task_files(home, settings, query=query, files=files, all_records=all_records, auto_scope=auto_scope)
     guessed = not (query.strip() or any(f.strip() for f in files) or all_records)
     if (
         guessed
@@ -267,12 +276,12 @@ def _full(
         # .gitattributes); a guess no record's scope matches would leave the briefing with
         # nothing in full text, so brief as if no task were given.
         scoped = []
-    notice = _driver_notice(path.parent.parent)
+    notice = _driver_notice(home)
     if notice and max_chars is not None and max_chars - len(notice) < settings["budget"]["minimum"]:
         notes.append(notice.lstrip("# ").rstrip())  # no room under this ceiling: say it on stderr
         notice = ""
     budget = max_chars - len(notice) if max_chars is not None else None
-    renames = _renames(path.parent.parent, ledger_outline.scopes) if scoped else {}
+    renames = _renames(home, ledger_outline.scopes) if scoped else {}
     request = Request(
         query=query, files=tuple(scoped), all=all_records, max_chars=budget, renames=tuple(sorted(renames.items()))
     )
@@ -341,6 +350,11 @@ def _appended_since(
     return Briefing(text, baseline=f"{meta.latest}@{meta.revision}")
 
 
+_NO_BASELINE = (
+    "--since {since!r} names no record and no commit here; give an ID, ID@DIGEST or a commit-ish (HEAD~3, a tag)"
+)
+
+
 def _baseline(
     snapshot: store.Snapshot, ledger: Path, since: str, notes: list[str]
 ) -> tuple[list[dict], dict[str, str] | None, str] | None:
@@ -359,6 +373,8 @@ def _baseline(
     if is_id and not digest:
         return None  # a bare ID this ledger lacks: nothing to match a version by
     root = store.find_repo_root(ledger.parent)
+    if root is None and not is_id:
+        raise ValueError(_NO_BASELINE.format(since=since))
     if root is None:
         return None
     from docket_git.history import baseline as history
@@ -372,6 +388,8 @@ def _baseline(
     except Exception as exc:  # a shallow or broken history degrades to the full briefing
         notes.append(f"cannot search git history for {since}: {exc}")
         return None
+    if hit is None and not is_id:
+        raise ValueError(_NO_BASELINE.format(since=since))  # a usage error, as a misspelt revision is to git
     if hit is None:
         return None
     records, commit = hit

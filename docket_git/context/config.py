@@ -60,6 +60,10 @@ def merge(raw: dict) -> Settings:
     """The defaults overridden by a parsed TOML table, validated; raises ``ConfigError``."""
     settings = defaults()
     for section, table in raw.items():
+        if section == "hints":  # the record commands' setting (hints_enabled), not the briefing's
+            if type(table) is not bool:
+                raise ConfigError("hints must be true or false")
+            continue
         if section in FOREIGN_SECTIONS:
             continue
         if section not in DEFAULTS:
@@ -100,12 +104,27 @@ def _cross_check(s: Settings) -> None:
 
 def load(path: Path) -> Settings:
     """Settings from the TOML file at path (defaults when it does not exist)."""
+    raw = _raw(path)
+    return defaults() if raw is None else merge(raw)
+
+
+def hints_enabled(ledger: Path) -> bool:
+    """False when ``hints = false`` heads ``.docket/config.toml``: the record commands print no hints."""
+    raw = _raw(ledger.parent / CONFIG_NAME)
+    if raw is None:
+        return True
+    merge(raw)  # a bad config is reported as the briefing would report it
+    return raw.get("hints", True)
+
+
+def _raw(path: Path) -> dict | None:
+    """The parsed TOML file at path, or None when it does not exist; raises ``ConfigError``."""
     from docket_git.repo import files
 
     try:
         data = files.read_bytes(path, path.parent.parent, files.SMALL_CAP)
     except FileNotFoundError:
-        return defaults()
+        return None
     except files.UnsafePath as exc:
         raise ConfigError(str(exc)) from None
     except OSError as exc:
@@ -122,7 +141,7 @@ def load(path: Path) -> Settings:
         raise ConfigError(f"cannot read {path}: nested too deeply to be a docket config") from None
     except ValueError as exc:  # an integer of more than 4,300 digits (Python will not convert it)
         raise ConfigError(f"cannot read {path}: {_too_long(exc)}") from None
-    return merge(raw)
+    return raw
 
 
 def _too_long(exc: ValueError) -> str:

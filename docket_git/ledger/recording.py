@@ -35,6 +35,8 @@ def detect_author(where: Path | None = None) -> tuple[str, bool]:
         return "codex", False
     if env.get("USER"):
         return env["USER"], False
+    while where is not None and not where.is_dir():  # before init: .docket/ does not exist yet
+        where = where.parent if where.parent != where else None
     if where is not None:
         from docket_git.repo.gitio import run_git
 
@@ -234,7 +236,9 @@ def prepare(known: Index, drafts: list[dict]) -> list[dict]:
             check_line(record)
             index.check(record)
         except Invalid as exc:
-            raise LedgerError(f"{where}{exc.where}: {exc.message}") from None
+            # A refused record's ID was never allocated: name its kind, not an ID nobody will see.
+            named = record.get("kind") if exc.where == record.get("id") else exc.where
+            raise LedgerError(f"{where}{named}: {exc.message}") from None
         index.add(record, 0)
         ids.append(record["id"])
         out.append(record)

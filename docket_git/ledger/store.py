@@ -83,11 +83,12 @@ def locate(start: Path) -> Path:
 
 
 def no_ledger(start: Path) -> str:
-    """What reading commands say where there is no ledger yet (they exit 0: nothing is wrong)."""
-    try:
-        where = locate(start)
-    except NoLedger:
-        return "no ledger here: not in a git repository; run 'git init', then 'docket init' to start one"
+    """What reading commands say in a repository with no ledger yet (they exit 0: nothing is wrong).
+
+    Outside a git repository (and below no ledger) it raises ``NoLedger`` instead: every
+    command, reading or writing, exits 1 there with the same line.
+    """
+    where = locate(start)
     return f"no ledger at {where} yet; run 'docket init' to start one (or record with 'docket claim ...')"
 
 

@@ -80,6 +80,18 @@ LEGACY_RELATION_KEYS: frozenset[str] = frozenset(
 OLD_ID_RE = re.compile(r"^d[1-9][0-9]{0,17}\Z")
 
 
+def _overrides(value: object) -> bool:
+    """True for either shape of ``legacy.relation_map.overrides``: docket-git's object keyed by relation, or
+    Docket's migrator's sorted list of the relation names it overrode (usually ``[]``)."""
+    if isinstance(value, dict):
+        return set(value) <= set(model.RELATIONS)
+    return (
+        isinstance(value, list)
+        and all(isinstance(name, str) and name in model.RELATIONS for name in value)
+        and value == sorted(set(value))
+    )
+
+
 def _check_legacy(rid: str, record: dict) -> None:
     legacy = record["legacy"]
     if not isinstance(legacy, dict) or set(legacy) != LEGACY_KEYS:
@@ -98,12 +110,27 @@ def _check_legacy(rid: str, record: dict) -> None:
     for key in LEGACY_SOURCE_KEYS:
         if not isinstance(relation_map[key], list):
             raise Invalid(rid, f"legacy relation_map {key} must be a list")
-    if not isinstance(relation_map["overrides"], dict) or set(relation_map["overrides"]) - set(model.RELATIONS):
-        raise Invalid(rid, "legacy relation_map overrides must be an object keyed by relation")
+    if not _overrides(relation_map["overrides"]):
+        raise Invalid(
+            rid,
+            "legacy relation_map overrides must be an object keyed by relation or a sorted list of relation names",
+        )
     for relation in model.RELATIONS:
         key = f"mapped_{relation}"
         if relation_map[key] != record.get(relation, []):
             raise Invalid(rid, f"legacy relation_map {key} must equal {relation}")
+
+
+#: The most UTF-8 bytes a record's text may hold: the order of gh-aw's 32 KiB record. A briefing,
+#: a list line and a merge read every text; one pasted log must not become every reader's cost.
+MAX_TEXT_BYTES = 32 * 1024
+
+
+def text_too_long(text: str) -> bool:
+    """True when text's UTF-8 form passes ``MAX_TEXT_BYTES`` (the rule every validation path asks here)."""
+    if len(text) <= MAX_TEXT_BYTES // 4:  # a character is at most 4 bytes: nearly every text stops here
+        return False
+    return len(text) > MAX_TEXT_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES
 
 
 def check_line(record: object) -> str:
@@ -129,6 +156,12 @@ def check_line(record: object) -> str:
     text = record.get("text")
     if not isinstance(text, str) or not text:
         raise Invalid(rid, "text must be a non-empty string")
+    if text_too_long(text):
+        raise Invalid(
+            rid,
+            f"text is {len(text.encode('utf-8', 'surrogatepass'))} bytes; a record's text holds at most "
+            f"{MAX_TEXT_BYTES} (32 KiB): state it briefly and cite the long material with --evidence",
+        )
     state = record.get("state")
     if "state" not in record:
         allowed = ", ".join(model.STATES[kind])
@@ -473,7 +506,7 @@ def _general(record: dict, kind: str, rid: str) -> tuple | None:
         return None
     get = record.get
     value = get("text")
-    if type(value) is not str or not value or get("state") not in model.STATES[kind]:
+    if type(value) is not str or not value or text_too_long(value) or get("state") not in model.STATES[kind]:
         return None
     for name in _REQUIRED_STRINGS:
         if type(get(name)) is not str:
@@ -560,7 +593,9 @@ def _canonical(record: dict, kind: str) -> tuple | None:
     for value in texts:
         if type(value) is not str:
             return None
-    if not texts[0] or record["state"] not in model.STATES[kind] or type(record["pinned"]) is not bool:
+    if not texts[0] or text_too_long(texts[0]) or record["state"] not in model.STATES[kind]:
+        return None
+    if type(record["pinned"]) is not bool:
         return None
     scope, supports, depends_on, answers, supersedes, evidence = _LISTS(record)
     if (
@@ -762,6 +797,8 @@ def canonical_fields(text: str) -> tuple | None:
     if match is None:
         return None
     fields = match.groups()
+    if text_too_long(fields[1]):
+        return None  # check_line refuses it: the exact path gives the message
     supports = fields[12]
     return (
         model.KIND_OF_PREFIX[fields[0][0]],

@@ -54,6 +54,10 @@ def resolve(root: Path, name: str | None, ltype: str | None = None) -> Ledger:
         return found
     if declare.NAME.match(name) and ledger_file(root, name).is_file() and ltype is None:
         return Ledger(name=name)  # an undeclared file reads as an untyped ledger of records
+    if ltype is not None:  # the command says which type it writes: name that one
+        raise LedgerError(
+            f"ledger '{name}' is not declared; add [ledgers.{name}] with type = \"{ltype}\" to .docket/config.toml"
+        )
     raise LedgerError(
         f"ledger '{name}' is not declared; add [ledgers.{name}] with type = \"log\" (or set, map, table, "
         f"counter, notes) to .docket/config.toml"
@@ -273,7 +277,8 @@ def query(root: Path, ledger: Ledger, sql: str, limits: db.Limits | None = None)
     except ValueError as exc:  # a NUL character in the statement
         raise LedgerError(f"query failed: {exc}") from None
     except sqlite3.Error as exc:
-        raise LedgerError(f"query failed: {exc} (the projection is read-only; see 'docket ledger path')") from None
+        hint = " (the projection is read-only; see 'docket ledger path')" if "readonly" in str(exc) else ""
+        raise LedgerError(f"query failed: {exc}{hint}") from None
 
 
 def diagnostics(root: Path, ledger: Ledger) -> list[tuple]:

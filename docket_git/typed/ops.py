@@ -8,6 +8,7 @@ either the in-memory state of a full replay or the SQLite projection itself
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import Protocol
@@ -220,7 +221,8 @@ def validate(ledger: Ledger, op: object, *, trusted: bool = False) -> dict:
     name = op.get("operation")
     allowed = OPERATIONS[kind]
     if name not in allowed:
-        raise OpError(f"operation must be one of {', '.join(allowed)} for a {ledger.type} ledger, not {name!r}")
+        given = "it is missing" if name is None else f"not {json.dumps(name, ensure_ascii=False)}"
+        raise OpError(f"operation must be one of {', '.join(allowed)} for a {ledger.type} ledger; {given}")
     required, optional = allowed[name]
     for field in required:
         if field not in op:
