@@ -319,8 +319,13 @@ class History:
         holding the same token now. Anything else rewrote committed lines.
         """
         sides = [t for t in theirs if self.blob(t) == after and self.common_ancestor_had(before, start, t)]
-        if not sides:
+        # The other rule (issue 27): a merge keeps the IDs of the side whose new records main (the
+        # default branch of this remote-less repository) already holds, and renumbers ours'.
+        kept = [t for t in theirs if after.startswith(self.blob(t)) and self.published(before, self.blob(t))]
+        if not sides and not kept:
             self.fail(f"merging into {ours} rewrote its committed ledger lines")
+        if kept and not sides:
+            self.stats["merge kept main's IDs"] += 1
         now = {_token(r): r for r in self.records(after)}
         refs, wanted, moved = [], [], []
         for end, record in _prefixes(before):
@@ -340,6 +345,14 @@ class History:
             self.history(ours, [], record)
         moved = self.head() in {self.head(t) for t in theirs}
         self.stats["fast-forward" if moved else "merge commit took a side's ledger (ours added nothing)"] += 1
+
+    def published(self, before: bytes, theirs: bytes) -> bool:
+        """True when main's ledger holds theirs' first line past the lines it shares with before."""
+        mine, other, main = before.splitlines(), theirs.splitlines(), self.blob("main").splitlines()
+        shared = next(
+            (i for i, (a, b) in enumerate(zip(mine, other, strict=False)) if a != b), min(len(mine), len(other))
+        )
+        return shared < len(other) and shared < len(main) and main[shared] == other[shared]
 
     def expected(self, rev: str) -> frozenset[str]:
         """The tokens the ledger at rev (a branch or an earlier tip) must hold."""

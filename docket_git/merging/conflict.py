@@ -20,7 +20,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from docket_git.merging.driver import CannotMerge, merge_ledger
+from docket_git.merging.driver import CannotMerge, merge_ledger, merge_published
 from docket_git.repo import files
 
 
@@ -92,15 +92,27 @@ def _strict(root: Path) -> bool:
     return out.stdout.strip() == b"true"
 
 
-def _merged(root: Path, base: bytes, ours: bytes, theirs: bytes, done: Resolution) -> bytes:
-    """ours plus the driver's tail of theirs; raises NotResolved with the driver's reason."""
+def _merged(root: Path, base: bytes, ours: bytes, theirs: bytes, done: Resolution, path: str = "") -> bytes:
+    """The driver's merge of the two sides; raises NotResolved with the driver's reason.
+
+    During a merge (``path`` given) a published side keeps its IDs, as the
+    driver does in ``git merge`` and ``git pull``; otherwise ours does.
+    """
+    from docket_git.merging import published
+
+    def refs() -> list[published.Published]:
+        return published.read(_git_dir(root), path)
+
     try:
-        payload, report = merge_ledger(base, ours, theirs, strict=lambda: _strict(root))
+        if path:
+            prefix, payload, report = merge_published(base, ours, theirs, strict=lambda: _strict(root), published=refs)
+        else:
+            prefix, (payload, report) = None, merge_ledger(base, ours, theirs, strict=lambda: _strict(root))
     except CannotMerge as exc:
         raise NotResolved(f"the ledgers cannot be merged automatically: {exc}") from None
     done.report.extend(report)
     done.appended += payload.count(b"\n") - payload.startswith(b"\n")
-    return ours + payload
+    return (ours if prefix is None else prefix) + payload
 
 
 def abort_hint(what: str | None) -> str:
@@ -120,7 +132,8 @@ def resolve(root: Path, path: str) -> tuple[bytes, Resolution]:
                 f"{path} was deleted on {side}, and the ledger is append-only; keep the other side's with "
                 f"'git checkout --{'theirs' if 2 not in found else 'ours'} -- {path}' and 'git add {path}'"
             )
-        return _merged(root, found.get(1, b""), found[2], found[3], done), done
+        keep = path if what == "merge" else ""
+        return _merged(root, found.get(1, b""), found[2], found[3], done, keep), done
     heads = []
     if what == "merge":
         merge_head = (_git_dir(root) / "MERGE_HEAD").read_text()
@@ -144,7 +157,8 @@ def resolve(root: Path, path: str) -> tuple[bytes, Resolution]:
     for head in heads:
         theirs = _show(root, head, path)
         if theirs:
-            result = _merged(root, _merge_base(root, "HEAD", head, path), result, theirs, done)
+            keep = path if len(heads) == 1 else ""
+            result = _merged(root, _merge_base(root, "HEAD", head, path), result, theirs, done, keep)
     return result, done
 
 
