@@ -72,7 +72,18 @@ def rebase_command(
             typer.echo(f"\ndocket: {len(tail)} record(s) would be appended to {path}")
             return
         store.write_atomic(path, merged)
+    _remember(path, theirs.data, moved, tail, other)
     typer.echo(f"\ndocket: appended {len(tail)} record(s) to {path}")
+
+
+def _remember(path: Path, other_data: bytes, moved: dict[str, str], tail: list[dict], other: str) -> None:
+    """Write the renumbering to this clone's journal, so ``docket show OLD`` follows it (``history.journal``)."""
+    from docket_git.history import journal
+    from docket_git.merging import published
+
+    gdir = published.git_dir(cwd=path.parent)
+    entries = journal.entries(other_data, moved, tail, op="docket rebase", source=other, blob=False)
+    journal.remember(gdir, entries)
 
 
 @app.command(rich_help_panel="Maintain")

@@ -141,6 +141,8 @@ class History:
         self._counts: dict[str, int] = {}
         self._merges: dict[str, list[Alias]] = {}
         self.cache = HistoryCache(path_for(common_dir(Path(graph.repo.path))))
+        #: This worktree's git directory, where ``history.journal`` keeps renumberings no merge records.
+        self.git_dir = Path(graph.repo.path)
 
     def save(self) -> None:
         """Write what this command learned to the history database (never fails a command); stop git readers."""
@@ -581,9 +583,13 @@ class Resolution:
     branch: str
     #: The merges that renumbered it, oldest first.
     merges: list[str]
+    #: The whole description when this clone's journal resolved it (a rebase, a cherry-pick, ...).
+    note: str = ""
 
     def describe(self, short: int = 12) -> str:
         """``c46 from topic is now c52 (renumbered by merge 1a2b3c4d5e6f)``."""
+        if self.note:
+            return self.note
         where = self.branch or self.source[:short]
         if self.current is None:
             return f"{self.old} from {where} is no longer in the ledger"
@@ -609,7 +615,7 @@ def resolve(
     if digest is not None:
         found = history.find_digest(record_id, digest)
         if found is None:
-            return []
+            return _from_journal(history, arg, record_id, digest, current_records)
         commit, blob, index = found
         aliases = history.aliases(until=commit)
         baseline = _bulk(history.ledger(blob).lines[: index + 1])
@@ -636,4 +642,22 @@ def resolve(
         seen.add(key)
         merges = [a.merge for a in history.chain(alias, aliases) if a.renumbered]
         out.append(Resolution(arg, record_id, current, alias.source, alias.branch, merges))
+    return out or _from_journal(history, arg, record_id, None, current_records)
+
+
+def _from_journal(
+    history: History, arg: str, record_id: str, digest: str | None, current_records: Sequence[dict]
+) -> list[Resolution]:
+    """What this clone's journal of rebases, cherry-picks and resolve-conflicts says record_id became."""
+    from docket_git.history import journal
+
+    out: list[Resolution] = []
+    seen: set[str] = set()
+    for entry in journal.lookup(history.git_dir, record_id, digest):
+        current = journal.current_of(entry, current_records)
+        key = current or f"gone:{entry.new}"
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(Resolution(arg, record_id, current, "", entry.source, [], entry.describe(current)))
     return out

@@ -296,9 +296,27 @@ def _merge_claims(target: str, base: bytes, ours: bytes, theirs: bytes) -> tuple
     gdir = publishing.git_dir()
     what = publishing.operation(gdir)
     if what not in ("git merge", "git pull"):
-        payload, report = merge_ledger(base, ours, theirs, strict=_strict)
+        payload, report, moved = _merge_ledger(base, ours, theirs, strict=_strict)
+        if moved:  # no merge commit will record this renumbering: this clone's journal does
+            remember(gdir, theirs, report[:moved], payload, op=what, source=publishing.replayed_source(gdir, what))
         return None, payload, report
     return merge_published(base, ours, theirs, strict=_strict, published=lambda: publishing.read(gdir, target))
+
+
+def remember(gdir, old_ledger: bytes, moves: list[str], payload: bytes, *, op: str, source: str) -> None:
+    """Write the ``old -> new`` report lines of a renumbering to this clone's journal (``history.journal``)."""
+    import json
+
+    from docket_git.history import journal
+
+    moved = dict(line.split(" -> ", 1) for line in moves)
+    renumbered = []
+    for line in payload.splitlines():
+        try:
+            renumbered.append(json.loads(line))
+        except ValueError:
+            continue
+    journal.remember(gdir, journal.entries(old_ledger, moved, renumbered, op=op, source=source))
 
 
 def _run(target: str, base_path: str, ours_path: str, theirs_path: str) -> list[str]:

@@ -184,3 +184,40 @@ def read(gdir: Path | None, path: str) -> list[Published]:
             seen.add(header[0])
             out.append(Published(label, rank, body))
     return out
+
+
+def user_name(gdir: Path | None, environ: Mapping[str, str] | None = None) -> str:
+    """Who is working in this clone: ``GIT_AUTHOR_NAME``, else user.name of the repository's or the global config."""
+    env = os.environ if environ is None else environ
+    if env.get("GIT_AUTHOR_NAME"):
+        return env["GIT_AUTHOR_NAME"]
+    places = [common_dir(gdir) / "config"] if gdir is not None else []
+    if env.get("GIT_CONFIG_GLOBAL"):
+        places.append(Path(env["GIT_CONFIG_GLOBAL"]))
+    else:
+        home = Path(env.get("HOME", "~")).expanduser()
+        places += [Path(env.get("XDG_CONFIG_HOME") or home / ".config") / "git" / "config", home / ".gitconfig"]
+    for place in places:
+        name = _config(place).get(("user", ""), {}).get("name")
+        if name:
+            return name
+    return ""
+
+
+def local_label(gdir: Path | None, branch: str) -> str:
+    """``bob's local main`` (``the local main`` when no name is configured)."""
+    name = user_name(gdir)
+    return f"{name}'s local {branch}" if name else f"the local {branch}"
+
+
+def replayed_source(gdir: Path | None, what: str) -> str:
+    """Where the records a rebase or cherry-pick replays come from: ``bob's local main``, ``a picked commit``."""
+    if gdir is not None and what in ("git rebase", "git pull --rebase"):
+        for folder in ("rebase-merge", "rebase-apply"):
+            try:
+                head = (gdir / folder / "head-name").read_text(encoding="utf-8").strip()
+            except OSError:
+                continue
+            branch = head[len("refs/heads/") :] if head.startswith("refs/heads/") else "detached HEAD"
+            return local_label(gdir, branch)
+    return "a picked commit" if what == "git cherry-pick" else "a reverted commit" if what == "git revert" else ""
