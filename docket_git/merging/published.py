@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -157,18 +156,15 @@ def read(gdir: Path | None, path: str) -> list[Published]:
     wanted = candidates(gdir)
     if not wanted:
         return []
+    from docket_git.repo.gitio import run_git
+
     request = "".join(f"{ref}:{path}\n" for _, _, ref in wanted).encode()
-    try:
-        proc = subprocess.run(
-            ["git", "--git-dir", str(gdir), "cat-file", "--batch"],
-            input=request,
-            capture_output=True,
-            timeout=60,
-        )
-    except (OSError, subprocess.SubprocessError):
+    # git -C <git dir>: refs and objects resolve there, and no subprocess import (the driver's cold start)
+    data = run_git(gdir, "cat-file", "--batch", stdin=request)
+    if data is None:
         return []
     out: list[Published] = []
-    data, pos, seen = proc.stdout, 0, set()
+    pos, seen = 0, set()
     for label, rank, _ in wanted:
         end = data.find(b"\n", pos)
         if end < 0:
