@@ -140,6 +140,7 @@ class History:
         self._walked: list[str] = []
         self._counts: dict[str, int] = {}
         self._merges: dict[str, list[Alias]] = {}
+        self._kept: dict[str, str | None] = {}
         self.cache = HistoryCache(path_for(common_dir(Path(graph.repo.path))))
         #: This worktree's git directory, where ``history.journal`` keeps renumberings no merge records.
         self.git_dir = Path(graph.repo.path)
@@ -295,17 +296,21 @@ class History:
         first other parent's that is (the driver kept a published side's IDs,
         or git took that side's file as it is). None when no parent's is.
         """
+        if merge in self._kept:
+            return self._kept[merge]
         parents = self.graph.parents(merge)
         blob = self.blob_at(merge)
+        found: str | None = None
         if blob is None or len(parents) < 2:
-            return parents[0] if parents else None
-        for parent in parents:
-            mine = self.blob_at(parent)
-            if mine is None:
-                continue
-            if mine == blob or staged.extends(self.data(mine), self.data(blob)):
-                return parent
-        return None
+            found = parents[0] if parents else None
+        else:
+            for parent in parents:
+                mine = self.blob_at(parent)
+                if mine is not None and (mine == blob or staged.extends(self.data(mine), self.data(blob))):
+                    found = parent
+                    break
+        self._kept[merge] = found
+        return found
 
     def ledger_parent(self, commit: str) -> str | None:
         """The parent commit's ledger grew from: the first, or the one whose IDs a merge kept (``kept_parent``)."""
