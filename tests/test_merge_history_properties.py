@@ -374,7 +374,7 @@ class History:
         if not sides and not kept:
             self.fail(f"merging into {ours} rewrote its committed ledger lines")
         if kept and not sides:
-            self.stats["merge kept main's IDs"] += 1
+            self.stats[f"merge kept {self.default}'s IDs"] += 1
         now = {_token(r): r for r in self.records(after)}
         refs, wanted, moved = [], [], []
         for end, record in _prefixes(before):
