@@ -196,3 +196,17 @@ def test_resolve_conflict_in_a_pull_keeps_the_pushed_ids(team: Team) -> None:
     assert ids(bob) == [*ALICE, ("q4", "Bob asks, see c1?")]
     bob.git("commit", "-q", "--no-edit")
     assert json.loads(bob.ok("list", "--json").out)
+
+
+def test_docket_log_finds_the_commit_that_recorded_a_record_the_pull_renumbered(team: Team) -> None:
+    alice_publishes(team)
+    bob_records(team)
+    bob = team.bob
+    bob.ok("claim", "Bob's first premise")
+    bob.ok("claim", "Bob's second premise")
+    commit(bob, "bob records c3 c4")
+    bob.git("pull", "-q", "--no-rebase", "--no-edit")
+    assert ids(bob)[3] == ("q4", "Bob asks, see c1?")
+    added = json.loads(bob.ok("log", "q4", "--json").out)["added"]
+    assert added["subject"] == "bob records q2"
+    assert json.loads(bob.ok("log", "c6", "--json").out)["added"]["subject"] == "bob records c3 c4"

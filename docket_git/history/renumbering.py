@@ -556,7 +556,8 @@ class History:
         added = changes[lo]
         parents = self.graph.parents(added)
         boundary = lo == len(changes) - 1 and (len(changes) >= self.limit or (self.shallow and not parents))
-        if len(parents) >= 2 and self.count(self.blob_at(parents[0])) <= index:
+        kept = self.ledger_parent(added) if len(parents) >= 2 else None
+        if kept is not None and self.count(self.blob_at(kept)) <= index:
             for alias in self.renumbering(added):
                 if alias.new == record_id and alias.index >= 0:
                     source, earlier, stop = self.origin(alias.source, alias.index, alias.old)
