@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from docket_git.history.cache import SCHEMA_VERSION
 from tests.conftest import DOCKET, Repo
 
 
@@ -85,7 +86,7 @@ def test_one_database_per_repository_holds_counts_and_merges(merged):
     repo = merged["repo"]
     cold = answers(repo)
     db = the_db(repo)
-    assert rows(db, "PRAGMA user_version") == [(3,)]
+    assert rows(db, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
     (stored,) = rows(db, "SELECT aliases FROM merges WHERE merge = ?", (merged["merge"],))
     assert [(old, new, source) for old, new, _, source, _, _ in json.loads(stored[0])] == [
         ("c2", "c4", merged["topic_tip"]),
@@ -130,7 +131,7 @@ def test_garbage_in_place_of_the_database_is_rebuilt(merged):
         Path(str(db) + suffix).unlink(missing_ok=True)
     db.write_bytes(bytes(range(256)) * 64)
     assert answers(repo) == cold
-    assert rows(db, "PRAGMA user_version") == [(3,)]
+    assert rows(db, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
     assert rows(db, "SELECT count(*) FROM merges WHERE merge = ?", (merged["merge"],)) == [(1,)]
 
 
@@ -142,7 +143,7 @@ def test_garbage_before_any_command_and_a_header_with_no_pages(merged):
         Path(str(db) + suffix).unlink(missing_ok=True)
     db.write_bytes(b"SQLite format 3\0" + b"\xff" * 4000)  # a valid-looking header over nonsense
     assert answers(repo) == cold
-    assert rows(db, "PRAGMA user_version") == [(3,)]
+    assert rows(db, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
 
 
 def test_a_database_of_another_version_is_replaced(merged):
@@ -155,7 +156,7 @@ def test_a_database_of_another_version_is_replaced(merged):
     write(db, "INSERT INTO merges VALUES (?, '[]')", (merged["merge"],))
     write(db, "PRAGMA user_version = 99")
     assert answers(repo) == cold
-    assert rows(db, "PRAGMA user_version") == [(3,)]
+    assert rows(db, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
 
 
 def test_an_unwritable_cache_dir_still_answers(merged):

@@ -34,10 +34,10 @@ def test_ours_without_a_final_newline_stays_a_prefix(driver: Driver):  # noqa: F
 
 
 def test_an_internal_error_leaves_conflict_markers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    def broken(base: bytes, ours: bytes, theirs: bytes):
+    def broken(target: str, base: bytes, ours: bytes, theirs: bytes):
         raise KeyError("a bug")
 
-    monkeypatch.setattr(git_driver, "_merger_for", lambda path: broken)
+    monkeypatch.setattr(git_driver, "_merge_claims", broken)
     paths = [tmp_path / n for n in ("O", "A", "B")]
     ours = ledger(C1, rec("c2", "Mine"))
     for path, data in zip(paths, (ledger(C1), ours, ledger(C1, rec("c2", "Theirs"))), strict=True):

@@ -45,6 +45,9 @@ FIRST_SEED = int(os.environ.get("DOCKET_PROPERTY_SEED", "0"))
 SEEDS = [int(s) for s in os.environ.get("DOCKET_PROPERTY_SEEDS", "").split(",") if s.strip()]
 #: A file to append one JSON tally line per history to (read now: the env fixture clears DOCKET_*).
 REPORT = os.environ.get("DOCKET_PROPERTY_REPORT")
+#: Give the repository a bare origin (main pushed, every branch's upstream origin/main) and add
+#: push and ``git pull`` steps: on in the long profile, or with DOCKET_PROPERTY_REMOTE=1.
+REMOTE = os.environ.get("DOCKET_PROPERTY_REMOTE", "1" if _LONG else "") == "1"
 
 LEDGER = ".docket/ledger.jsonl"
 BRANCHES = ("main", "b1", "b2", "b3")
@@ -152,7 +155,53 @@ class History:
         for branch in BRANCHES[1:]:
             self.git("branch", branch)
             self.tokens[branch] = set(self.tokens["main"])
+        if REMOTE:
+            origin = self.path.parent / "origin.git"
+            subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(origin)], check=True, env=self.env)
+            self.git("remote", "add", "origin", str(origin))
+            self.git("push", "-q", "origin", "main")
+            self.git("remote", "set-head", "origin", "main")
+            for branch in BRANCHES:
+                self.git("branch", "-q", "-u", "origin/main", branch)
+            self.tokens["origin/main"] = set(self.tokens["main"])
         self.check("main")
+
+    @property
+    def default(self) -> str:
+        """The default branch, whose records keep their IDs in every merge."""
+        return "origin/main" if REMOTE else "main"
+
+    def push(self) -> None:
+        """Push main to origin (refused when main was rebased: that is git's rule, not docket's)."""
+        self.git("switch", "-q", "main")
+        proc = self.git("push", "-q", "origin", "main", check=False)
+        self.steps.append(f"main: push ({'ok' if proc.returncode == 0 else 'refused'})")
+        if proc.returncode == 0:
+            self.tokens["origin/main"] = set(self.tokens["main"])
+        self.stats["push" if proc.returncode == 0 else "push refused"] += 1
+
+    def pull(self, ours: str, setup: str) -> None:
+        """``git pull`` (a merge) of origin/main into ours: origin/main's ledger must stay a byte prefix."""
+        self.git("switch", "-q", ours)
+        published, start, before = self.blob("origin/main"), self.head(), self.blob("HEAD")
+        self.steps.append(f"{ours}: pull ({setup})")
+        proc = self.git("pull", "-q", "--no-rebase", "--no-edit", setup=setup, check=False)
+        if proc.returncode != 0:
+            if not self.in_progress():
+                self.fail(f"git pull failed without a merge in progress: {proc.stdout}{proc.stderr}")
+            expected = self.tokens["origin/main"] - self.tokens[ours]
+            if not self.settle("merge", setup, missing_expected=bool(expected)):
+                if self.head() != start:
+                    self.fail("an aborted pull did not restore the branch")
+                return
+        after = self.blob("HEAD")
+        if not after.startswith(published):
+            self.fail(f"git pull into {ours} renumbered records already on origin/main")
+        if not after.startswith(before):  # this side's records were renumbered: each old ID must resolve
+            self.took_a_side(ours, before, after, start, ["origin/main"])
+        self.tokens[ours] |= self.tokens["origin/main"]
+        self.stats[f"pull ({setup})"] += 1
+        self.check(ours)
 
     def docket_ok(self, *args: str) -> subprocess.CompletedProcess:
         proc = self.docket(*args)
@@ -319,8 +368,13 @@ class History:
         holding the same token now. Anything else rewrote committed lines.
         """
         sides = [t for t in theirs if self.blob(t) == after and self.common_ancestor_had(before, start, t)]
-        if not sides:
+        # The other rule (issue 27): a merge keeps the IDs of the side whose new records main (the
+        # default branch of this remote-less repository) already holds, and renumbers ours'.
+        kept = [t for t in theirs if after.startswith(self.blob(t)) and self.published(before, self.blob(t))]
+        if not sides and not kept:
             self.fail(f"merging into {ours} rewrote its committed ledger lines")
+        if kept and not sides:
+            self.stats[f"merge kept {self.default}'s IDs"] += 1
         now = {_token(r): r for r in self.records(after)}
         refs, wanted, moved = [], [], []
         for end, record in _prefixes(before):
@@ -340,6 +394,14 @@ class History:
             self.history(ours, [], record)
         moved = self.head() in {self.head(t) for t in theirs}
         self.stats["fast-forward" if moved else "merge commit took a side's ledger (ours added nothing)"] += 1
+
+    def published(self, before: bytes, theirs: bytes) -> bool:
+        """True when the default branch's ledger holds theirs' first line past the lines it shares with before."""
+        mine, other, main = before.splitlines(), theirs.splitlines(), self.blob(self.default).splitlines()
+        shared = next(
+            (i for i, (a, b) in enumerate(zip(mine, other, strict=False)) if a != b), min(len(mine), len(other))
+        )
+        return shared < len(other) and shared < len(main) and main[shared] == other[shared]
 
     def expected(self, rev: str) -> frozenset[str]:
         """The tokens the ledger at rev (a branch or an earlier tip) must hold."""
@@ -471,6 +533,10 @@ class History:
                 self.merge(ours, self.rng.sample(others, 2), setup)
             elif roll < 0.88:
                 self.cherry_pick(ours, setup)
+            elif REMOTE and roll < 0.94:
+                self.push() if self.rng.random() < 0.5 else self.pull(ours, setup)
+            elif REMOTE and ours == "main":
+                self.pull(ours, setup)  # rebasing pushed commits is what git itself warns against
             else:
                 self.pull_rebase(ours, self.rng.choice(others), setup)
         for branch in BRANCHES:

@@ -85,3 +85,31 @@ def test_resume_after_a_renumbering_merge_shows_only_the_new_records(repo: Repo)
     assert "# changed: 1 added, 0 no longer available." in text
     assert block_ids(text) == ["c2"]
     assert "Main premise one" in text and "Topic premise" not in text
+
+
+def test_a_renumbered_baseline_says_what_moved_before_the_records(repo: Repo) -> None:
+    baseline = forked(repo)
+    result = repo.ok("context", "--since", baseline)
+    lines = result.out.splitlines()
+    moved = f"# renumbered since {baseline}: c2 -> c4"
+    assert moved in lines, result.out[:400]
+    assert lines.index(moved) < min(i for i, line in enumerate(lines) if line.startswith("### "))
+    # a baseline of this ledger's own prefix moved nothing: no such line
+    assert "# renumbered" not in repo.ok("context", "--since", latest(repo.ok("context", "--all").out)).out
+
+
+def test_the_resume_hook_says_what_moved(repo: Repo) -> None:
+    repo.ok("claim", "Shared premise", "--scope", "src/shared.py")
+    commit(repo, "shared")
+    repo.git("checkout", "-q", "-b", "topic")
+    repo.ok("claim", "Topic premise", "--scope", "src/topic.py")
+    commit(repo, "topic")
+    payload = {"session_id": "agent-1", "cwd": str(repo.path), "source": "startup"}
+    assert repo.ok("hook", "session-start", input=json.dumps(payload)).out
+    repo.git("checkout", "-q", "main")
+    repo.ok("claim", "Main premise one", "--scope", "src/one.py")
+    commit(repo, "main")
+    repo.git("merge", "-q", "--no-edit", "topic")
+    resumed = repo.ok("hook", "session-start", input=json.dumps({**payload, "source": "resume"}))
+    text = json.loads(resumed.out)["hookSpecificOutput"]["additionalContext"]
+    assert re.search(r"^# renumbered since c2@[0-9a-f]{12}: c2 -> c3$", text, flags=re.M), text[:400]

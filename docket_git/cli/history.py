@@ -231,6 +231,9 @@ def log_(
             typer.echo(f"            (history stops there{_shallow(hist) or ': the search limit was reached'})")
     for step in out["renumbered"]:
         branch = f" from {step['branch']}" if step["branch"] else ""
+        if step.get("op"):
+            typer.echo(f"renumbered  {step['from']} -> {step['to']}{branch}  by '{step['op']}'  {step['date']}")
+            continue
         typer.echo(
             f"renumbered  {step['from']} -> {step['to']}{branch}  by merge {step['short']}  {step['date']}  {step['subject']}"
         )
@@ -279,6 +282,13 @@ def _log(hist, head: str, snap: store.Snapshot, position: int, record_id: str) -
                     "date": row["date"],
                     "subject": row["subject"],
                 }
+            )
+    from docket_git.history import journal
+
+    for entry in journal.read(hist.git_dir):
+        if entry.new == record_id and journal.current_of(entry, [view]) == record_id:
+            out["renumbered"].append(
+                {"from": entry.old, "to": entry.new, "op": entry.op, "branch": entry.source, "date": entry.ts}
             )
     refs: list[dict] = []
     for later_position in range(position + 1, len(snap.records)):

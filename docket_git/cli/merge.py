@@ -73,6 +73,7 @@ def rebase_command(
             typer.echo(f"\ndocket: {len(tail)} record(s) would be appended to {path}")
             return
         store.write_atomic(path, merged)
+    _remember(path, theirs.data, moved, tail, other)
     typer.echo(f"\ndocket: appended {len(tail)} record(s) to {path}")
 
 
@@ -93,6 +94,16 @@ def _mcp_lines(root: Path, hooked: dict[str, str | None]) -> None:
         elif hooked.get(agent):
             rel = mcp_config.FILES[agent][0]
             typer.echo(f"docket: note: {agent} has no docket MCP server in {rel}; run: docket init --agents {agent}")
+
+
+def _remember(path: Path, other_data: bytes, moved: dict[str, str], tail: list[dict], other: str) -> None:
+    """Write the renumbering to this clone's journal, so ``docket show OLD`` follows it (``history.journal``)."""
+    from docket_git.history import journal
+    from docket_git.merging import published
+
+    gdir = published.git_dir(cwd=path.parent)
+    entries = journal.entries(other_data, moved, tail, op="docket rebase", source=other, blob=False)
+    journal.remember(gdir, entries)
 
 
 @app.command(rich_help_panel="Maintain")

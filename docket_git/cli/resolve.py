@@ -41,6 +41,7 @@ def resolve_conflict(
             typer.echo(f"docket: {done.appended} record(s) would be appended to {rel}")
             return
         conflict.write_and_stage(root, rel, data)
+        conflict.remember(root, done)
     except conflict.NotResolved as exc:
         what = conflict.operation(root)
         hint = f" (or give up with '{conflict.abort_hint(what)}')" if what else ""

@@ -80,7 +80,9 @@ def compose_delta(
     limit = max_chars if max_chars is not None else settings["budget"]["target"]
     change = delta.delta(baseline, snapshot.records, id_map)
     meta = meta_for(snapshot, identity, settings)
-    return delta.render_delta(change, meta, since, limit=limit, detail=settings["index"]["detail_min"])
+    moved = delta.renumbered_map(id_map)
+    detail = settings["index"]["detail_min"]
+    return delta.render_delta(change, meta, since, limit=limit, detail=detail, renumbered=moved)
 
 
 def task_files(

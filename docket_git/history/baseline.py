@@ -37,11 +37,29 @@ def baseline_from_digest(
     try:
         found = history.find_digest(record_id, digest12.lower())
         if found is None:
-            return None
+            return _journal_baseline(history, record_id, digest12.lower())
         commit, blob, index = found
         return _bulk(history.ledger(blob).lines[: index + 1]), commit
     finally:
         history.save()
+
+
+def _journal_baseline(history: History, record_id: str, digest: str) -> tuple[list[dict], str] | None:
+    """The baseline from the old ledger a rebase or cherry-pick renumbered (this clone's journal), if git still has it."""
+    from docket_git.history import journal
+
+    for entry in journal.lookup(history.git_dir, record_id, digest):
+        if not entry.blob:
+            continue
+        try:
+            data = history.graph.blob(entry.blob)
+        except Exception:
+            continue  # collected since (git gc): nothing to read the baseline from
+        records = _bulk(data.splitlines())
+        for i, record in enumerate(records):
+            if record.get("id") == record_id:
+                return records[: i + 1], ""
+    return None
 
 
 def baseline_from_rev(repo_root: Path, rev: str, ledger_relpath: str = LEDGER_RELPATH) -> tuple[list[dict], str] | None:

@@ -31,8 +31,10 @@ from docket_git.ledger import db
 from docket_git.repo import files
 
 #: The schema version (``PRAGMA user_version``). 3: SQLite replaced the JSON
-#: files (version 2 and the renames' version 1), which are never read.
-SCHEMA_VERSION = 3
+#: files (version 2 and the renames' version 1), which are never read. 4: a
+#: merge's renumbering follows the parent whose IDs it kept, and names its source
+#: (``origin/main``, ``bob's local main``).
+SCHEMA_VERSION = 4
 #: How many HEADs' renames are kept (a HEAD's list can be long; older ones are dropped).
 RENAME_HEADS = 32
 SCHEMA = (

@@ -49,15 +49,16 @@ from docket_git.errors import LedgerError
 from docket_git.history.cache import HistoryCache, common_dir, path_for
 from docket_git.ledger import canonical, jsonl, model
 from docket_git.ledger.store import LEDGER_DIR, LEDGER_NAME
-from docket_git.merging import rebase
+from docket_git.merging import rebase, staged
 from docket_git.merging.rebase import RawLedger
 from docket_git.repo import files, gitio
 
 DEFAULT_SEARCH_LIMIT = 2000
 LEDGER_RELPATH = f"{LEDGER_DIR}/{LEDGER_NAME}"
-_MERGE_SUBJECTS = (
-    re.compile(r"^Merge (?:remote-tracking )?branch '([^']+)'"),
-    re.compile(r"^Merge pull request #\d+ from [^/\s]+/(\S+)"),
+#: git's merge subjects: a pull request, or a branch (``of URL`` after git pull, `` into X`` off main).
+_MERGE_SUBJECT = re.compile(
+    r"^Merge (?:pull request #\d+ from [^/\s]+/(?P<pr>\S+)"
+    r"|(?:remote-tracking )?branch '(?P<branch>[^']+)'(?: of (?P<url>\S+))?(?: into (?P<into>\S+))?)"
 )
 
 
@@ -140,7 +141,10 @@ class History:
         self._walked: list[str] = []
         self._counts: dict[str, int] = {}
         self._merges: dict[str, list[Alias]] = {}
+        self._kept: dict[str, str | None] = {}
         self.cache = HistoryCache(path_for(common_dir(Path(graph.repo.path))))
+        #: This worktree's git directory, where ``history.journal`` keeps renumberings no merge records.
+        self.git_dir = Path(graph.repo.path)
 
     def save(self) -> None:
         """Write what this command learned to the history database (never fails a command); stop git readers."""
@@ -236,14 +240,41 @@ class History:
         return base
 
     def _branch(self, merge: str, source: str, nth: int) -> str:
+        """Who a merged-in parent's records came from: ``origin/main``, ``topic``, ``bob's local main``.
+
+        nth is the parent's position (0: the first parent, whose records a
+        merge renumbers when it kept a published side's IDs).
+        """
         subject = self.graph.info(merge)["subject"]
-        if nth == 1:
-            for pattern in _MERGE_SUBJECTS:
-                found = pattern.match(subject)
-                if found:
-                    return found.group(1)
+        found = _MERGE_SUBJECT.match(subject)
+        if nth == 0:
+            into = (found.group("into") or "") if found else ""
+            if not into and found and found.group("url"):
+                into = found.group("branch")  # git pull merges the upstream into the branch of that name
+            names = self.graph.branches_at().get(source)
+            name = into or (names[0] if names else "") or "branch"
+            author = self.graph.info(source)["author"]
+            return f"{author}'s local {name}" if author else f"the local {name}"
+        if nth == 1 and found:
+            if found.group("pr"):
+                return found.group("pr")
+            if found.group("url"):  # "Merge branch 'main' of URL": git pull
+                remote = self._remote_named(found.group("url"))
+                branch = found.group("branch")
+                return f"{remote}/{branch}" if remote else f"{branch} of {found.group('url')}"
+            return found.group("branch")
         names = self.graph.branches_at().get(source)
         return names[0] if names else ""
+
+    def _remote_named(self, url: str) -> str:
+        """The remote whose URL is url ("" when none is)."""
+        try:
+            for remote in self.graph.repo.remotes:
+                if remote.url and remote.url.rstrip("/") == url.rstrip("/"):
+                    return remote.name
+        except Exception:
+            return ""
+        return ""
 
     def took_side(self, merge: str) -> str | None:
         """The parent whose ledger a merge took as it is, its first parent's not a prefix of it; None otherwise.
@@ -252,24 +283,43 @@ class History:
         never ran the driver, and the first parent's records may sit under
         the IDs the taken side's own merge gave them.
         """
+        kept = self.kept_parent(merge)
         parents = self.graph.parents(merge)
-        if len(parents) < 2:
+        if kept is None or kept == parents[0] or self.blob_at(kept) != self.blob_at(merge):
             return None
-        blob, first = self.blob_at(merge), self.blob_at(parents[0])
-        if blob is None or blob == first:
-            return None
-        for parent in parents[1:]:
-            if self.blob_at(parent) == blob and (first is None or not self.data(blob).startswith(self.data(first))):
-                return parent
-        return None
+        return kept
+
+    def kept_parent(self, merge: str) -> str | None:
+        """The parent whose ledger the merge's ledger extends: the side whose IDs the merge kept.
+
+        The first parent's when its ledger is a line prefix of the merge's (git's
+        orientation, and the driver's for anything not yet published); else the
+        first other parent's that is (the driver kept a published side's IDs,
+        or git took that side's file as it is). None when no parent's is.
+        """
+        if merge in self._kept:
+            return self._kept[merge]
+        parents = self.graph.parents(merge)
+        blob = self.blob_at(merge)
+        found: str | None = None
+        if blob is None or len(parents) < 2:
+            found = parents[0] if parents else None
+        else:
+            for parent in parents:
+                mine = self.blob_at(parent)
+                if mine is not None and (mine == blob or staged.extends(self.data(mine), self.data(blob))):
+                    found = parent
+                    break
+        self._kept[merge] = found
+        return found
 
     def ledger_parent(self, commit: str) -> str | None:
-        """The parent commit's ledger grew from: the first, or the one a merge took the ledger of (``took_side``)."""
+        """The parent commit's ledger grew from: the first, or the one whose IDs a merge kept (``kept_parent``)."""
         parents = self.graph.parents(commit)
         if len(parents) >= 2:
-            taken = self.took_side(commit)
-            if taken is not None:
-                return taken
+            kept = self.kept_parent(commit)
+            if kept is not None:
+                return kept
         return parents[0] if parents else None
 
     def renumbering(self, merge: str) -> list[Alias]:
@@ -284,14 +334,15 @@ class History:
         parents = self.graph.parents(merge)
         out: list[Alias] = []
         if len(parents) >= 2 and self.took_side(merge) is None:
-            first = parents[0]
-            ours: Sequence = self.ledger(self.blob_at(first))
-            for nth, source in enumerate(parents[1:], start=1):
+            kept = self.kept_parent(merge) or parents[0]
+            ours: Sequence = self.ledger(self.blob_at(kept))
+            others = [(nth, p) for nth, p in enumerate(parents) if p != kept]
+            for step, (nth, source) in enumerate(others, start=1):
                 blob = self.blob_at(source)
-                if blob is None or blob == self.blob_at(first):
+                if blob is None or blob == self.blob_at(kept):
                     continue
                 theirs = self.ledger(blob)
-                base = self._virtual_base(self.graph.merge_bases(first, source))
+                base = self._virtual_base(self.graph.merge_bases(kept, source))
                 try:
                     tail, moved, _ = rebase.merge(base, ours, theirs)
                 except (rebase.MergeRefused, ValueError, TypeError, KeyError):
@@ -307,7 +358,7 @@ class History:
                                 break
                     branch = self._branch(merge, source, nth)
                     out += [Alias(old, new, merge, source, branch, where.get(old, -1)) for old, new in moved.items()]
-                if nth < len(parents) - 1:
+                if step < len(others):
                     ours = [*ours, *tail]
         if not self.shallow:  # a shallow clone may lack a merge base: recompute once it is deepened
             self._merges[merge] = list(out)
@@ -506,7 +557,8 @@ class History:
         added = changes[lo]
         parents = self.graph.parents(added)
         boundary = lo == len(changes) - 1 and (len(changes) >= self.limit or (self.shallow and not parents))
-        if len(parents) >= 2 and self.count(self.blob_at(parents[0])) <= index:
+        kept = self.ledger_parent(added) if len(parents) >= 2 else None
+        if kept is not None and self.count(self.blob_at(kept)) <= index:
             for alias in self.renumbering(added):
                 if alias.new == record_id and alias.index >= 0:
                     source, earlier, stop = self.origin(alias.source, alias.index, alias.old)
@@ -538,9 +590,13 @@ class Resolution:
     branch: str
     #: The merges that renumbered it, oldest first.
     merges: list[str]
+    #: The whole description when this clone's journal resolved it (a rebase, a cherry-pick, ...).
+    note: str = ""
 
     def describe(self, short: int = 12) -> str:
         """``c46 from topic is now c52 (renumbered by merge 1a2b3c4d5e6f)``."""
+        if self.note:
+            return self.note
         where = self.branch or self.source[:short]
         if self.current is None:
             return f"{self.old} from {where} is no longer in the ledger"
@@ -566,7 +622,7 @@ def resolve(
     if digest is not None:
         found = history.find_digest(record_id, digest)
         if found is None:
-            return []
+            return _from_journal(history, arg, record_id, digest, current_records)
         commit, blob, index = found
         aliases = history.aliases(until=commit)
         baseline = _bulk(history.ledger(blob).lines[: index + 1])
@@ -593,4 +649,22 @@ def resolve(
         seen.add(key)
         merges = [a.merge for a in history.chain(alias, aliases) if a.renumbered]
         out.append(Resolution(arg, record_id, current, alias.source, alias.branch, merges))
+    return out or _from_journal(history, arg, record_id, None, current_records)
+
+
+def _from_journal(
+    history: History, arg: str, record_id: str, digest: str | None, current_records: Sequence[dict]
+) -> list[Resolution]:
+    """What this clone's journal of rebases, cherry-picks and resolve-conflicts says record_id became."""
+    from docket_git.history import journal
+
+    out: list[Resolution] = []
+    seen: set[str] = set()
+    for entry in journal.lookup(history.git_dir, record_id, digest):
+        current = journal.current_of(entry, current_records)
+        key = current or f"gone:{entry.new}"
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(Resolution(arg, record_id, current, "", entry.source, [], entry.describe(current)))
     return out

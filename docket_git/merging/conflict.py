@@ -20,7 +20,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from docket_git.merging.driver import CannotMerge, merge_ledger
+from docket_git.merging.driver import CannotMerge, _merge_ledger, merge_published
 from docket_git.repo import files
 
 
@@ -35,6 +35,8 @@ class Resolution:
     report: list[str] = field(default_factory=list)
     appended: int = 0
     operation: str = "merge"
+    #: The renumberings no merge commit will record (a rebase's, a cherry-pick's), for this clone's journal.
+    journal: list = field(default_factory=list)
 
 
 def _git(root: Path, *args: str, data: bytes | None = None) -> subprocess.CompletedProcess:
@@ -92,15 +94,55 @@ def _strict(root: Path) -> bool:
     return out.stdout.strip() == b"true"
 
 
-def _merged(root: Path, base: bytes, ours: bytes, theirs: bytes, done: Resolution) -> bytes:
-    """ours plus the driver's tail of theirs; raises NotResolved with the driver's reason."""
+def _merged(root: Path, base: bytes, ours: bytes, theirs: bytes, done: Resolution, path: str = "") -> bytes:
+    """The driver's merge of the two sides; raises NotResolved with the driver's reason.
+
+    During a merge (``path`` given) a published side keeps its IDs, as the
+    driver does in ``git merge`` and ``git pull``; otherwise ours does.
+    """
+    from docket_git.merging import published
+
+    def refs() -> list[published.Published]:
+        return published.read(_git_dir(root), path)
+
     try:
-        payload, report = merge_ledger(base, ours, theirs, strict=lambda: _strict(root))
+        if path:
+            prefix, payload, report = merge_published(base, ours, theirs, strict=lambda: _strict(root), published=refs)
+        else:
+            payload, report, moved = _merge_ledger(base, ours, theirs, strict=lambda: _strict(root))
+            prefix = None
+            if moved:
+                done.journal += _journal_entries(root, theirs, report[:moved], payload, done.operation)
     except CannotMerge as exc:
         raise NotResolved(f"the ledgers cannot be merged automatically: {exc}") from None
     done.report.extend(report)
     done.appended += payload.count(b"\n") - payload.startswith(b"\n")
-    return ours + payload
+    return (ours if prefix is None else prefix) + payload
+
+
+def _journal_entries(root: Path, theirs: bytes, moves: list[str], payload: bytes, what: str) -> list:
+    """The journal entries for the records this resolution renumbers (``history.journal``)."""
+    import json
+
+    from docket_git.history import journal
+    from docket_git.merging import published
+
+    moved = dict(line.split(" -> ", 1) for line in moves)
+    renumbered = []
+    for line in payload.splitlines():
+        try:
+            renumbered.append(json.loads(line))
+        except ValueError:
+            continue
+    source = published.replayed_source(_git_dir(root), f"git {what}")
+    return journal.entries(theirs, moved, renumbered, op="docket resolve-conflict", source=source)
+
+
+def remember(root: Path, done: Resolution) -> None:
+    """Write the resolution's renumberings to this clone's journal (after the ledger was written)."""
+    from docket_git.history import journal
+
+    journal.remember(_git_dir(root), done.journal)
 
 
 def abort_hint(what: str | None) -> str:
@@ -120,7 +162,8 @@ def resolve(root: Path, path: str) -> tuple[bytes, Resolution]:
                 f"{path} was deleted on {side}, and the ledger is append-only; keep the other side's with "
                 f"'git checkout --{'theirs' if 2 not in found else 'ours'} -- {path}' and 'git add {path}'"
             )
-        return _merged(root, found.get(1, b""), found[2], found[3], done), done
+        keep = path if what == "merge" else ""
+        return _merged(root, found.get(1, b""), found[2], found[3], done, keep), done
     heads = []
     if what == "merge":
         merge_head = files.read_text(_git_dir(root) / "MERGE_HEAD", None, follow=True)
@@ -144,7 +187,8 @@ def resolve(root: Path, path: str) -> tuple[bytes, Resolution]:
     for head in heads:
         theirs = _show(root, head, path)
         if theirs:
-            result = _merged(root, _merge_base(root, "HEAD", head, path), result, theirs, done)
+            keep = path if len(heads) == 1 else ""
+            result = _merged(root, _merge_base(root, "HEAD", head, path), result, theirs, done, keep)
     return result, done
 
 

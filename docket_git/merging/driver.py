@@ -18,11 +18,13 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from docket_git.ledger import canonical, model
 from docket_git.ledger.validate import Index, Invalid, check_line
+from docket_git.merging import published as publishing
+from docket_git.merging.published import Published
 from docket_git.merging.rebase import MergeRefused, RawLedger, common_prefix, merge
 from docket_git.repo import files
 
@@ -96,11 +98,34 @@ def _parse(ledger: RawLedger, start: int, side: str) -> list[dict]:
         raise CannotMerge(f"{side}, {exc}") from None
 
 
-def merge_ledger(base: bytes, ours: bytes, theirs: bytes, *, strict: Callable[[], bool]) -> tuple[bytes, list[str]]:
-    """The bytes to append to ours, and the report lines; raises ``CannotMerge``.
+def merge_ledger(
+    base: bytes,
+    ours: bytes,
+    theirs: bytes,
+    *,
+    strict: Callable[[], bool],
+    sides: tuple[str, str] = ("this branch's ledger", "the other branch's ledger"),
+) -> tuple[bytes, list[str]]:
+    """The bytes to append to ours, and the report lines (``_merge_ledger``); raises ``CannotMerge``."""
+    payload, report, _ = _merge_ledger(base, ours, theirs, strict=strict, sides=sides)
+    return payload, report
+
+
+def _merge_ledger(
+    base: bytes,
+    ours: bytes,
+    theirs: bytes,
+    *,
+    strict: Callable[[], bool],
+    sides: tuple[str, str] = ("this branch's ledger", "the other branch's ledger"),
+) -> tuple[bytes, list[str], int]:
+    """The bytes to append to ours, the report lines and how many renumbered; raises ``CannotMerge``.
+
+    The first report lines are ``old -> new``, one per renumbered record.
 
     ``strict`` is a callable asked only when a both-supersede conflict occurs;
-    when it returns True the merge is refused instead.
+    when it returns True the merge is refused instead. ``sides`` names ours
+    and theirs in messages.
     """
     from docket_git.migrate.convert import merge_schema_fault
 
@@ -109,15 +134,15 @@ def merge_ledger(base: bytes, ours: bytes, theirs: bytes, *, strict: Callable[[]
         raise CannotMerge(fault)
     o, a, b = RawLedger(base, lenient=True), RawLedger(ours), RawLedger(theirs)
     shared = common_prefix(a, b)
-    ours_tail = _parse(a, shared, "this branch's ledger")
-    theirs_tail = _parse(b, shared, "the other branch's ledger")
+    ours_tail = _parse(a, shared, sides[0])
+    theirs_tail = _parse(b, shared, sides[1])
     try:
         index = _prefix_index(ours, a, shared)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise CannotMerge(f"the shared part of the ledger is unreadable: {exc}") from None
     theirs_index = _fork(index)
-    _validate(index, ours_tail, lambda i: f"this branch's ledger, line {a.line_number(shared + i)}")
-    _validate(theirs_index, theirs_tail, lambda i: f"the other branch's ledger, line {b.line_number(shared + i)}")
+    _validate(index, ours_tail, lambda i: f"{sides[0]}, line {a.line_number(shared + i)}")
+    _validate(theirs_index, theirs_tail, lambda i: f"{sides[1]}, line {b.line_number(shared + i)}")
     try:
         tail, moved, conflicts = merge(o, a, b, strict=False)
     except MergeRefused as exc:
@@ -130,7 +155,64 @@ def merge_ledger(base: bytes, ours: bytes, theirs: bytes, *, strict: Callable[[]
     payload = b"".join(canonical.line(r) for r in tail)
     if payload and ours and not ours.endswith(b"\n"):
         payload = b"\n" + payload
-    return payload, report
+    return payload, report, len(moved)
+
+
+def _rank(side: RawLedger, shared: int, published: Sequence[Published]) -> tuple[int, str]:
+    """(rank, label) of the highest published ref holding side's first record past the shared prefix."""
+    if len(side) <= shared:
+        return 0, ""
+    for ref in published:
+        if common_prefix(side, RawLedger(ref.data, lenient=True)) > shared:
+            return ref.rank, ref.label
+    return 0, ""
+
+
+def kept_publisher(ours: bytes, theirs: bytes, published: Callable[[], Sequence[Published]]) -> str | None:
+    """The published ref whose IDs theirs' new records carry, when they outrank ours'; None keeps ours.
+
+    The rule (docs/merging.md, "which side keeps its IDs"): records a
+    published ref holds keep their IDs; the default branch outranks the
+    upstream; on a tie ours is kept.
+    """
+    try:
+        a, b = RawLedger(ours), RawLedger(theirs)
+        shared = common_prefix(a, b)
+        if len(a) <= shared or len(b) <= shared:
+            return None
+        refs = published()
+        theirs_rank, label = _rank(b, shared, refs)
+        if not theirs_rank or theirs_rank <= _rank(a, shared, refs)[0]:
+            return None
+    except (ValueError, TypeError, AttributeError):
+        return None  # an unreadable side: the plain merge names the line
+    return label
+
+
+def merge_published(
+    base: bytes,
+    ours: bytes,
+    theirs: bytes,
+    *,
+    strict: Callable[[], bool],
+    published: Callable[[], Sequence[Published]],
+) -> tuple[bytes | None, bytes, list[str]]:
+    """(the new prefix or None, the bytes to append, the report lines); raises ``CannotMerge``.
+
+    The prefix is None when ours keeps its IDs (the payload is appended to
+    ours, as ``merge_ledger``); it is theirs when a published ref holds
+    theirs' new records and not ours' (``kept_publisher``): then ours' new
+    records are the ones renumbered, and the first report line says so.
+    ``published`` is asked only when both sides added records.
+    """
+    label = kept_publisher(ours, theirs, published)
+    if label is None:
+        payload, report = merge_ledger(base, ours, theirs, strict=strict)
+        return None, payload, report
+    sides = ("the other branch's ledger", "this branch's ledger")
+    payload, report, moved = _merge_ledger(base, theirs, ours, strict=strict, sides=sides)
+    what = f"; renumbered this branch's {', '.join(report[:moved])}" if moved else ""
+    return theirs, payload, [f"kept {label}'s IDs{what}", *report[moved:]]
 
 
 def _strict() -> bool:
@@ -181,13 +263,8 @@ def _conflict_markers(ours: str, base: str, theirs: str) -> None:
         handle.write(text)
 
 
-def _merger_for(path: str) -> Callable[[bytes, bytes, bytes], tuple[bytes, list[str]]] | None:
-    """The merge for the ledger file git names by %P, or None when docket has none for it.
-
-    Typed ledgers (``.docket/ledgers/<name>.jsonl``, a later issue) plug their merge in here.
-    """
-    if _is_claim_ledger(path):
-        return lambda base, ours, theirs: merge_ledger(base, ours, theirs, strict=_strict)
+def _typed_merger_for(path: str) -> Callable[[bytes, bytes, bytes], tuple[bytes, list[str]]] | None:
+    """The merge for a typed ledger git names by %P (``.docket/ledgers/<name>.jsonl``), or None."""
     from docket_git.typed import merge as typed
 
     if typed.is_typed_ledger(path):
@@ -205,9 +282,47 @@ def _typed_merge(base: bytes, ours: bytes, theirs: bytes) -> tuple[bytes, list[s
         raise CannotMerge(str(exc)) from None
 
 
+def _write(path: str, data: bytes, *, append: bool) -> None:
+    fd = os.open(path, os.O_WRONLY | (os.O_APPEND if append else os.O_TRUNC))
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
+def _merge_claims(target: str, base: bytes, ours: bytes, theirs: bytes) -> tuple[bytes | None, bytes, list[str]]:
+    """The claims ledger's merge: published records keep their IDs during ``git merge`` and ``git pull``."""
+    gdir = publishing.git_dir()
+    what = publishing.operation(gdir)
+    if what not in ("git merge", "git pull"):
+        payload, report, moved = _merge_ledger(base, ours, theirs, strict=_strict)
+        if moved:  # no merge commit will record this renumbering: this clone's journal does
+            remember(gdir, theirs, report[:moved], payload, op=what, source=publishing.replayed_source(gdir, what))
+        return None, payload, report
+    return merge_published(base, ours, theirs, strict=_strict, published=lambda: publishing.read(gdir, target))
+
+
+def remember(gdir, old_ledger: bytes, moves: list[str], payload: bytes, *, op: str, source: str) -> None:
+    """Write the ``old -> new`` report lines of a renumbering to this clone's journal (``history.journal``)."""
+    import json
+
+    from docket_git.history import journal
+
+    moved = dict(line.split(" -> ", 1) for line in moves)
+    renumbered = []
+    for line in payload.splitlines():
+        try:
+            renumbered.append(json.loads(line))
+        except ValueError:
+            continue
+    journal.remember(gdir, journal.entries(old_ledger, moved, renumbered, op=op, source=source))
+
+
 def _run(target: str, base_path: str, ours_path: str, theirs_path: str) -> list[str]:
-    merger = _merger_for(target)
-    if merger is None:
+    typed = None if _is_claim_ledger(target) else _typed_merger_for(target)
+    if typed is None and not _is_claim_ledger(target):
         raise CannotMerge(f"{target} is not a ledger this docket can merge; merge it by hand")
     try:  # git's temp files: read like every other file (regular, capped, never blocking)
         base, ours, theirs = (
@@ -217,15 +332,14 @@ def _run(target: str, base_path: str, ours_path: str, theirs_path: str) -> list[
         raise CannotMerge(str(exc)) from None
     except OSError as exc:
         raise CannotMerge(f"cannot read {exc.filename}: {exc.strerror}") from None
-    payload, report = merger(base, ours, theirs)
-    if payload:
-        fd = os.open(ours_path, os.O_WRONLY | os.O_APPEND)
-        try:
-            view = memoryview(payload)
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
+    if typed is not None:
+        prefix, (payload, report) = None, typed(base, ours, theirs)
+    else:
+        prefix, payload, report = _merge_claims(target, base, ours, theirs)
+    if prefix is not None:
+        _write(ours_path, prefix + payload, append=False)
+    elif payload:
+        _write(ours_path, payload, append=True)
     return report
 
 

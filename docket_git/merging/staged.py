@@ -129,4 +129,17 @@ def merge_fault(root, path: str, staged: bytes) -> str | None:
             f"{named}{more}. The merge dropped them (was git unable to run the docket merge driver? "
             f"see docket doctor). Run '{RESOLVE}' to merge both sides' ledgers as the driver does, then commit"
         )
+    # A merge that kept a published side's IDs renumbers this side's records: they must all be there too.
+    if ours and len(heads) == 1:
+        _, theirs = gitio.blob_at(root, heads[0], path)
+        base = gitio.merge_base_blob(root, "HEAD", heads[0], path)
+        missing = missing_records(ours, staged, base, theirs)
+        if missing:
+            named = "; ".join(f'{r["id"]} "{_clip(r.get("text", ""))}"' for r in missing[:5])
+            more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+            return (
+                f"{path} (staged) lacks {len(missing)} record(s) of this branch (HEAD): {named}{more}. "
+                f"Was one side's ledger taken whole (-X theirs, git checkout --theirs)? Run '{RESOLVE}' "
+                "to merge both sides' ledgers as the driver does, then commit"
+            )
     return None

@@ -184,7 +184,7 @@ def merge_heads(start: Path) -> list[str]:
 GIT_TIMEOUT = 5
 
 
-def run_git(cwd: Path, *args: str) -> bytes | None:
+def run_git(cwd: Path, *args: str, stdin: bytes | None = None) -> bytes | None:
     """stdout of ``git ARGS`` run in cwd, or None when git fails, is missing or hangs.
 
     Spawned directly (``os.posix_spawnp``, ``git -C cwd``, stderr to the null
@@ -193,12 +193,13 @@ def run_git(cwd: Path, *args: str) -> bytes | None:
     threading, selectors, locale) cost the hook more than its own side of the
     git calls. Without ``posix_spawnp`` (not a POSIX system), ``subprocess``.
     A git that ``prefetch`` started with the same cwd and arguments is read instead.
+    ``stdin`` (small: it must fit a pipe's buffer, 64 KiB on Linux) is git's standard input.
     """
-    started = _prefetched.pop((os.fspath(cwd), args), None)
+    started = None if stdin is not None else _prefetched.pop((os.fspath(cwd), args), None)
     if started is None:
-        if not hasattr(os, "posix_spawnp"):
-            return _run_git_subprocess(cwd, *args)
-        started = _spawn(cwd, args)
+        if not hasattr(os, "posix_spawnp") or (stdin is not None and len(stdin) > 1 << 15):
+            return _run_git_subprocess(cwd, *args, stdin=stdin)
+        started = _spawn(cwd, args, stdin)
         if started is None:
             return None
     return _collect(*started)
@@ -231,23 +232,35 @@ def drop_prefetched() -> None:
         _kill(pid)
 
 
-def _spawn(cwd: Path, args: tuple[str, ...]) -> tuple[int, int, float] | None:
-    """(pid, read end of its stdout, deadline) of a started ``git -C cwd ARGS``; None without git."""
+def _spawn(cwd: Path, args: tuple[str, ...], stdin: bytes | None = None) -> tuple[int, int, float] | None:
+    """(pid, read end of its stdout, deadline) of a started ``git -C cwd ARGS``; None without git.
+
+    ``stdin`` is written whole into a pipe before git starts (so it must fit the pipe's buffer).
+    """
     import time
 
     deadline = time.monotonic() + GIT_TIMEOUT
+    feed = None
     try:
         read_end, write_end = os.pipe()
+        if stdin is not None:
+            feed = os.pipe()
+            os.write(feed[1], stdin)
+            os.close(feed[1])
     except OSError:
         return None
     try:
         actions = [(os.POSIX_SPAWN_DUP2, write_end, 1), (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)]
+        if feed is not None:
+            actions.append((os.POSIX_SPAWN_DUP2, feed[0], 0))
         pid = os.posix_spawnp("git", ["git", "-C", os.fspath(cwd), *args], os.environ, file_actions=actions)
     except OSError:  # no git on PATH
         os.close(read_end)
         return None
     finally:
         os.close(write_end)
+        if feed is not None:
+            os.close(feed[0])
     return pid, read_end, deadline
 
 
@@ -287,11 +300,11 @@ def _kill(pid: int) -> None:
     return None
 
 
-def _run_git_subprocess(cwd: Path, *args: str) -> bytes | None:
+def _run_git_subprocess(cwd: Path, *args: str, stdin: bytes | None = None) -> bytes | None:
     import subprocess
 
     try:
-        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=GIT_TIMEOUT)
+        proc = subprocess.run(["git", *args], cwd=cwd, input=stdin, capture_output=True, timeout=GIT_TIMEOUT)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return proc.stdout if proc.returncode == 0 else None
