@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 # typing.TYPE_CHECKING without importing typing (a few ms of every hook's start); type
-# checkers read the name the same way. The guard (regexes, shlex) and the session state
+# checkers read the name the same way. The guard (regexes) and the session state
 # (the state directory) are imported by the paths that use them, not at start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
