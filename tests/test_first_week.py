@@ -273,8 +273,13 @@ def test_the_first_record_before_init_is_attributed_to_git_s_user(bare_repo: Rep
 
 
 def test_auto_scope_is_kept_for_a_record_scoped_to_a_changed_root_file(repo: Repo) -> None:
+    """The seed: a bare component name matches query text only, never a file. So the claim scoped to the
+    component 'tracked.py' is told at record time how to scope the file, and the one scoped to the file
+    (a root file's path spelling, '[t]racked.py') keeps the auto-scope of a change to it."""
     (repo.path / "tracked.py").write_text("x\n")
-    repo.ok("claim", "the tracked premise", "--scope", "tracked.py")
+    hint = repo.ok("claim", "the component premise", "--scope", "tracked.py").err
+    assert "is a component name, which matches query text only" in hint and "'[t]racked.py'" in hint
+    repo.ok("claim", "the tracked premise", "--scope", "[t]racked.py")
     repo.ok("claim", "an unrelated premise")
     repo.git("add", "-A")
     repo.git("commit", "-qm", "one")
@@ -282,7 +287,7 @@ def test_auto_scope_is_kept_for_a_record_scoped_to_a_changed_root_file(repo: Rep
     for args in ([], ["--auto-scope"]):
         out = repo.ok("context", *args).out
         assert "# files: tracked.py\n" in out, out
-        assert "### c1 | claim" in out
+        assert "### c2 | claim" in out and "### c1 " not in out
 
 
 # -- 4 and 14: docs that match the behaviour ----------------------------------------------------------------

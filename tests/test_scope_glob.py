@@ -34,9 +34,7 @@ def test_star_match_is_fnmatchcase(path: str, pattern: str) -> None:
 def test_strength_is_what_fnmatch_says(files: list[str], scope_text: str) -> None:
     """strength() equals its definition over fnmatch, whatever glob characters the scope holds."""
     expected = 0
-    if scope.is_component(scope_text):
-        expected = WEIGHTS["scope_exact"] if scope_text in files else 0  # a root file's whole path only
-    else:
+    if not scope.is_component(scope_text):
         prefix = scope_text.rstrip("/") + "/" if "/" in scope_text else None
         glob = bool(scope.GLOB_CHARS & set(scope_text))
         for path in files:

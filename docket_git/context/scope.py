@@ -34,10 +34,8 @@ def is_component(scope: str) -> bool:
 
 def strength(files: list[str], scope: str, weights: dict[str, int]) -> int:
     """The strongest match of one normalised scope over normalised task files (0 if none)."""
-    if not files or not scope:
+    if not files or not scope or is_component(scope):
         return 0
-    if is_component(scope):  # a component name, or a file at the root (tracked.py): only the path itself
-        return weights["scope_exact"] if scope in files else 0
     prefix = scope.rstrip("/") + "/" if "/" in scope else None
     # Without glob characters fnmatch is plain equality; with them, the text before
     # the first one must start the path. Both spare compiling a regex per scope,
