@@ -64,12 +64,16 @@ def test_a_session_start_during_a_conflict_briefs_from_head(refused_pick: Repo):
     assert "builds on" not in text
 
 
-def test_a_session_start_without_a_conflict_in_progress_still_fails_quietly(repo: Repo):
+def test_a_session_start_without_a_conflict_in_progress_says_what_is_wrong(repo: Repo):
+    """No conflict and nothing committed: the agent still gets one line naming the bad line and the fix
+    (issue 28: an agent is never left unbriefed without knowing why), and the hook exits 0."""
     repo.ledger.write_text("not json\n")
     payload = {"session_id": "s-x", "cwd": str(repo.path), "source": "startup"}
     result = repo.docket("hook", "session-start", input=json.dumps(payload))
-    assert result.code == 0 and result.out == ""
-    assert "hook session-start failed" in result.err
+    assert result.code == 0
+    text = json.loads(result.out)["hookSpecificOutput"]["additionalContext"]
+    assert text.startswith("# docket: .docket/ledger.jsonl cannot be read (line 1: invalid JSON")
+    assert "Fix: run 'docket check'" in text
 
 
 # -- line ends: LF only, everywhere ------------------------------------------------------------------
