@@ -12,8 +12,8 @@ import re
 import subprocess
 from pathlib import Path
 
-from docket_git.history import journal
 from docket_git.ledger import canonical
+from docket_git.merging import journal
 from tests.conftest import Repo
 from tests.test_git_merge_published import ALICE, Team, alice_publishes, bob_records, commit, ids, team  # noqa: F401
 

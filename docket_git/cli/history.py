@@ -283,7 +283,7 @@ def _log(hist, head: str, snap: store.Snapshot, position: int, record_id: str) -
                     "subject": row["subject"],
                 }
             )
-    from docket_git.history import journal
+    from docket_git.merging import journal
 
     for entry in journal.read(hist.git_dir):
         if entry.new == record_id and journal.current_of(entry, [view]) == record_id:

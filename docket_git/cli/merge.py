@@ -97,9 +97,8 @@ def _mcp_lines(root: Path, hooked: dict[str, str | None]) -> None:
 
 
 def _remember(path: Path, other_data: bytes, moved: dict[str, str], tail: list[dict], other: str) -> None:
-    """Write the renumbering to this clone's journal, so ``docket show OLD`` follows it (``history.journal``)."""
-    from docket_git.history import journal
-    from docket_git.merging import published
+    """Write the renumbering to this clone's journal, so ``docket show OLD`` follows it (``merging.journal``)."""
+    from docket_git.merging import journal, published
 
     gdir = published.git_dir(cwd=path.parent)
     entries = journal.entries(other_data, moved, tail, op="docket rebase", source=other, blob=False)

@@ -46,7 +46,7 @@ def baseline_from_digest(
 
 def _journal_baseline(history: History, record_id: str, digest: str) -> tuple[list[dict], str] | None:
     """The baseline from the old ledger a rebase or cherry-pick renumbered (this clone's journal), if git still has it."""
-    from docket_git.history import journal
+    from docket_git.merging import journal
 
     for entry in journal.lookup(history.git_dir, record_id, digest):
         if not entry.blob:

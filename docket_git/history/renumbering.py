@@ -143,7 +143,7 @@ class History:
         self._merges: dict[str, list[Alias]] = {}
         self._kept: dict[str, str | None] = {}
         self.cache = HistoryCache(path_for(common_dir(Path(graph.repo.path))))
-        #: This worktree's git directory, where ``history.journal`` keeps renumberings no merge records.
+        #: This worktree's git directory, where ``merging.journal`` keeps renumberings no merge records.
         self.git_dir = Path(graph.repo.path)
 
     def save(self) -> None:
@@ -656,7 +656,7 @@ def _from_journal(
     history: History, arg: str, record_id: str, digest: str | None, current_records: Sequence[dict]
 ) -> list[Resolution]:
     """What this clone's journal of rebases, cherry-picks and resolve-conflicts says record_id became."""
-    from docket_git.history import journal
+    from docket_git.merging import journal
 
     out: list[Resolution] = []
     seen: set[str] = set()

@@ -121,11 +121,10 @@ def _merged(root: Path, base: bytes, ours: bytes, theirs: bytes, done: Resolutio
 
 
 def _journal_entries(root: Path, theirs: bytes, moves: list[str], payload: bytes, what: str) -> list:
-    """The journal entries for the records this resolution renumbers (``history.journal``)."""
+    """The journal entries for the records this resolution renumbers (``merging.journal``)."""
     import json
 
-    from docket_git.history import journal
-    from docket_git.merging import published
+    from docket_git.merging import journal, published
 
     moved = dict(line.split(" -> ", 1) for line in moves)
     renumbered = []
@@ -140,7 +139,7 @@ def _journal_entries(root: Path, theirs: bytes, moves: list[str], payload: bytes
 
 def remember(root: Path, done: Resolution) -> None:
     """Write the resolution's renumberings to this clone's journal (after the ledger was written)."""
-    from docket_git.history import journal
+    from docket_git.merging import journal
 
     journal.remember(_git_dir(root), done.journal)
 

@@ -305,10 +305,10 @@ def _merge_claims(target: str, base: bytes, ours: bytes, theirs: bytes) -> tuple
 
 
 def remember(gdir, old_ledger: bytes, moves: list[str], payload: bytes, *, op: str, source: str) -> None:
-    """Write the ``old -> new`` report lines of a renumbering to this clone's journal (``history.journal``)."""
+    """Write the ``old -> new`` report lines of a renumbering to this clone's journal (``merging.journal``)."""
     import json
 
-    from docket_git.history import journal
+    from docket_git.merging import journal
 
     moved = dict(line.split(" -> ", 1) for line in moves)
     renumbered = []
