@@ -127,9 +127,9 @@ def replace_text(path: Path, text: str, *, new: bool = False) -> None:
     if new and os.path.lexists(path):
         raise FileExistsError(errno.EEXIST, "exists", str(path))
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with contextlib.suppress(FileNotFoundError):
-        tmp.unlink()  # an earlier process with this pid left it: under the lock nobody else writes it
     try:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()  # an earlier process with this pid left it: under the lock nobody else writes it
         _write_new(tmp, text)
         os.replace(tmp, path)
     except OSError as exc:
