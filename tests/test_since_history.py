@@ -65,7 +65,10 @@ def test_unknown_baseline_still_falls_back(repo: Repo) -> None:
     result = repo.ok("context", "--since", "c2@000000000000")
     assert "baseline c2@000000000000 is unknown or stale; printing a full briefing" in result.err
     assert "# changed:" not in result.out
-    assert repo.ok("context", "--since", "no-such-branch").err.startswith("docket: baseline no-such-branch")
+    # A name that is neither a record nor a commit is a usage error (issue 31), not a silent full briefing.
+    refused = repo.docket("context", "--since", "no-such-branch")
+    assert refused.code == 2 and refused.out == ""
+    assert refused.err.startswith("docket: --since 'no-such-branch' names no record and no commit here")
 
 
 def test_resume_after_a_renumbering_merge_shows_only_the_new_records(repo: Repo) -> None:
