@@ -9,6 +9,7 @@ SIGKILL itself once half the batch's bytes are on disk (``ledger/store.py``).
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 
@@ -150,22 +151,29 @@ def test_a_committed_ledgers_link_gets_a_clear_refusal_not_a_crash(repo: Repo) -
 
 
 def test_refused_writes_removing_their_lock_never_let_two_writers_in(repo: Repo) -> None:
-    """Refused writers remove the lock file they created while others wait on it: no write is lost."""
+    """Refused writers remove the lock file (and the directory) they created while others wait: no write is lost.
+
+    Every round starts without .docket/ledgers, so each first write races the refused ones that remove the
+    directory they made (a writer that finds it gone makes it again, it does not fail).
+    """
     declare(repo, '[ledgers.rows]\ntype = "table"\nkey = "k"\n')
-    procs = []
-    for i in range(8):
-        operation = {"operation": "insert", "value": {"k": f"k{i}"}} if i % 2 else {
-            "operation": "update", "key": "missing", "patch": {}}  # fmt: skip
-        procs.append(
-            subprocess.Popen(
-                [DOCKET, "ledger", "append", "rows", json.dumps(operation)],
-                cwd=repo.path,
-                env=repo.env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+    for _ in range(3):
+        shutil.rmtree(repo.path / ".docket" / "ledgers", ignore_errors=True)
+        procs = []
+        for i in range(8):
+            operation = {"operation": "insert", "value": {"k": f"k{i}"}} if i % 2 else {
+                "operation": "update", "key": "missing", "patch": {}}  # fmt: skip
+            procs.append(
+                subprocess.Popen(
+                    [DOCKET, "ledger", "append", "rows", json.dumps(operation)],
+                    cwd=repo.path,
+                    env=repo.env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                )
             )
-        )
-    codes = [p.wait() for p in procs]
-    assert codes == [1, 0] * 4
-    assert _count(repo, "rows") == 4
+        errors = [p.communicate()[1].decode() for p in procs]  # (waits for each)
+        results = [(p.returncode, err) for p, err in zip(procs, errors, strict=True)]
+        assert [code for code, _ in results] == [1, 0] * 4, results
+        assert _count(repo, "rows") == 4
     assert repo.docket("ledger", "check", "rows").code == 0

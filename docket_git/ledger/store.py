@@ -146,7 +146,7 @@ def locked(path: Path, *, exclusive: bool, leave_none: bool = False) -> Iterator
     """
     lock_path = path.with_name(path.name + ".lock")
     root = root_of(path)
-    for attempt in range(_RELOCKS + 1):
+    for attempt in range(RELOCKS + 1):
         created = False
         try:
             if leave_none:
@@ -158,13 +158,15 @@ def locked(path: Path, *, exclusive: bool, leave_none: bool = False) -> Iterator
             else:
                 fd = files.open_fd(lock_path, os.O_RDWR | os.O_CREAT, root)
         except OSError as exc:
+            if exclusive and leave_none and isinstance(exc, FileNotFoundError):
+                raise LockDirectoryGone(f"cannot lock {lock_path}: {exc.strerror}") from None
             if exclusive:
                 raise LedgerError(f"cannot lock {lock_path}: {exc.strerror}") from None
             yield None  # a read-only checkout can still be read
             return
         try:
             fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-            if attempt == _RELOCKS or _same_file(fd, lock_path):
+            if attempt == RELOCKS or _same_file(fd, lock_path):
                 break
         except BaseException:
             os.close(fd)
@@ -182,7 +184,11 @@ def locked(path: Path, *, exclusive: bool, leave_none: bool = False) -> Iterator
 
 
 #: How often a locker opens the lock file again after finding it removed while it waited (then it goes on).
-_RELOCKS = 20
+RELOCKS = 20
+
+
+class LockDirectoryGone(LedgerError):
+    """The lock file's directory does not exist (a concurrent refused first write may have just removed it)."""
 
 
 def _same_file(fd: int, path: Path) -> bool:

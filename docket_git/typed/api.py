@@ -128,21 +128,28 @@ def append(root: Path, ledger: Ledger, operations: list[object], *, txn: str | N
         checked.append(op)
     txn = txn or default_txn()
     path = ledger_file(root, ledger.name)
-    made = not os.path.lexists(path.parent)
-    try:
-        files.make_dirs(path.parent, root)
-    except OSError as exc:
-        raise LedgerError(f"cannot create {path.parent}: {exc.strerror}") from None
     dbp = database(root, ledger)
-    try:
-        with store.locked(path, exclusive=True, leave_none=True) as lock_fd, db.lock(dbp):
-            assert lock_fd is not None  # an exclusive lock is never None
-            return _append_locked(root, ledger, path, dbp, lock_fd, checked, txn)
-    except BaseException:
-        if made:
-            with contextlib.suppress(OSError):
-                path.parent.rmdir()  # a refused first write leaves no directory either (when nothing else is in it)
-        raise
+    for attempt in range(store.RELOCKS + 1):
+        made = not os.path.lexists(path.parent)
+        try:
+            files.make_dirs(path.parent, root)
+        except OSError as exc:
+            raise LedgerError(f"cannot create {path.parent}: {exc.strerror}") from None
+        try:
+            with store.locked(path, exclusive=True, leave_none=True) as lock_fd, db.lock(dbp):
+                assert lock_fd is not None  # an exclusive lock is never None
+                return _append_locked(root, ledger, path, dbp, lock_fd, checked, txn)
+        except store.LockDirectoryGone:
+            if attempt == store.RELOCKS:
+                raise
+            # A concurrent first write was refused and removed the directory it made after this one
+            # saw it: make it again and lock there (the lock itself decides who writes first).
+        except BaseException:
+            if made:
+                with contextlib.suppress(OSError):
+                    path.parent.rmdir()  # a refused first write leaves no directory either (when nothing else is in it)
+            raise
+    raise AssertionError("unreachable")  # the loop returns or raises
 
 
 #: How much of a typed ledger's end an append reads: the 4 KB the batch journal digests, and the last line.
