@@ -372,3 +372,10 @@ def test_a_long_answer_is_cut_with_a_note(repo: Repo) -> None:
     body, note = text.rsplit("\n", 1)
     assert len(body) <= mcp_tools.MAX_TEXT
     assert note.startswith("docket: output cut at ") and "narrow the call" in note
+
+
+def test_ledger_help_names_the_seed_tool_of_each_command(repo: Repo) -> None:
+    out = " ".join(repo.ok("ledger", "--help").out.split()).replace("- ", "-")  # rewrapped at a hyphen
+    for command, tool in (("append", "ledger_append"), ("map-put", "ledger_map_put"), ("map-delete", "ledger_map_delete"),
+                          ("note-add", "ledger_note_add"), ("note-vote", "ledger_note_vote"), ("query", "ledger_query")):  # fmt: skip
+        assert f"{command} is {tool}" in out or f"{command} {tool}" in out, command
