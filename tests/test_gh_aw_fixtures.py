@@ -67,8 +67,13 @@ def test_a_gh_aw_ledger_replays_to_gh_aw_s_projection(repo: Repo, case: str, exp
     if not expected["ok"]:
         # gh-aw fails the whole projection; docket (by default) skips the poisoned operation and says so.
         assert [d["code"] for d in diagnostics] == ["invalid-operation"], expected["error"]
+        said = repo.docket("ledger", "query", name, "SELECT count(*) FROM state")
+        assert said.code == 0 and said.err.endswith(
+            f"docket: note: 1 diagnostic(s): lines or operations replay skipped; 'docket ledger check {name}' lists them\n"
+        ), said.err
     else:
         assert diagnostics == []
+        assert "diagnostic" not in repo.docket("ledger", "query", name, "SELECT 1").err
         for table, rows in (expected["tables"] or {}).items():
             if not rows:
                 assert query(repo, name, f"SELECT count(*) AS n FROM {table}") == [{"n": 0}]

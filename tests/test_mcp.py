@@ -372,3 +372,46 @@ def test_a_long_answer_is_cut_with_a_note(repo: Repo) -> None:
     body, note = text.rsplit("\n", 1)
     assert len(body) <= mcp_tools.MAX_TEXT
     assert note.startswith("docket: output cut at ") and "narrow the call" in note
+
+
+def test_ledger_help_names_the_seed_tool_of_each_command(repo: Repo) -> None:
+    out = " ".join(repo.ok("ledger", "--help").out.split()).replace("- ", "-")  # rewrapped at a hyphen
+    for command, tool in (("append", "ledger_append"), ("map-put", "ledger_map_put"), ("map-delete", "ledger_map_delete"),
+                          ("note-add", "ledger_note_add"), ("note-vote", "ledger_note_vote"), ("query", "ledger_query")):  # fmt: skip
+        assert f"{command} is {tool}" in out or f"{command} {tool}" in out, command
+
+
+def test_fifos_in_the_repository_are_refused_never_waited_on(typed: Repo) -> None:
+    """A FIFO where a tool reads a file (a cited path, a typed ledger, a file named for the briefing):
+    a ``docket: ...`` tool error or an answer, within seconds, never a server blocked on open or read."""
+    import os
+
+    os.mkfifo(typed.path / "pipe.py")
+    ledgers = typed.path / ".docket" / "ledgers"
+    ledgers.mkdir(exist_ok=True)
+    os.mkfifo(ledgers / "repositories.jsonl")
+    before = snapshot(typed.path)
+    cite = {"type": "repository", "path": "pipe.py", "start_line": 1, "end_line": 1}
+
+    async def script(client: ClientSession) -> list:
+        with anyio.fail_after(60):  # a blocked open() would hang here
+            return [
+                await call(
+                    client, "ledger_note_add", {"subject": "s", "note": "n", "reason": "r", "citations": [cite]}
+                ),
+                await call(client, "ledger_map_put", {"ledger": "repositories", "key": "k", "value": {"v": 1}}),
+                await call(client, "ledger_query", {"ledger": "repositories", "sql": "SELECT * FROM state"}),
+                await call(client, "docket_context", {"files": ["pipe.py"]}),
+                await call(client, "docket_sql", {"sql": "SELECT count(*) AS n FROM records"}),
+            ]
+
+    note, put, query, context, sql = session(typed.path, typed.env, script)
+    for error, text, _ in (note, put, query):
+        assert error and text.startswith("docket: ") and "Traceback" not in text, text
+    assert "'pipe.py' is not a regular file" in note[1]
+    assert put[1].endswith(
+        "repositories.jsonl is not a regular file (a FIFO, device or directory); replace it with the ledger file"
+    )
+    assert not context[0] and not sql[0], (context, sql)
+    assert snapshot(typed.path) == before
+    assert (ledgers / "repositories.jsonl").is_fifo()

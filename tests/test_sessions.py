@@ -252,6 +252,77 @@ def test_read_complete_and_partial_from_json_and_markdown(session):
     assert (empty.code, empty.out, empty.err) == (0, "", "docket: Step 5 not found in ledger\n")
 
 
+TABLE_HEAD = "| Destination Step | Consumes from | Fields / Sections | Mode |\n|---|---|---|---|\n"
+
+#: A step output shaped as the skill author's workflows write them: nested JSON under ``process``.
+NESTED = {
+    "process": {"name": "Billing", "constraints": ["EU only", "no PII"], "owner": {"team": "pay"}},
+    "score": 7,
+}
+
+#: The same in markdown: sections and key lines nested under a heading.
+NESTED_MD = """## Process
+
+- name: Billing
+- constraints:
+  - EU only
+  - no PII
+
+## Risks
+
+- name: fraud
+"""
+
+
+def test_read_takes_dotted_paths_into_nested_json_and_markdown(session):
+    repo, _ = session
+    write(repo, "1", json.dumps(NESTED))
+    write(repo, "2", NESTED_MD)
+    rules = [
+        {"from_step": 1, "mode": "partial", "fields": ["process.name", "process.constraints", "process.owner.team"]},
+        {"from_step": 1, "mode": "partial", "fields": ["process.missing", "score.x"]},
+        {"from_step": 2, "mode": "partial", "fields": ["Process.constraints", "Risks.name"]},
+    ]
+    result = repo.docket("session", "read", "--step-destination", "3", "--context-map", json.dumps(rules))
+    assert result.code == 0, result.err
+    parts = result.out.split("### From Step ")
+    assert json.loads(parts[1].split("\n\n", 1)[1]) == {
+        "process": {"name": "Billing", "constraints": ["EU only", "no PII"], "owner": {"team": "pay"}}
+    }
+    assert result.err == (
+        "docket: Field 'process.missing' not found in Step 1 output\n"
+        "docket: Field 'score.x' not found in Step 1 output\n"
+    )
+    assert parts[3].split("\n\n", 1)[1] == "- constraints:\n  - EU only\n  - no PII\n\n- name: fraud\n"
+
+
+def test_read_takes_the_workflow_s_markdown_context_map_table(session):
+    repo, _ = session
+    write(repo, "1", json.dumps(NESTED), "--reasoning-trace", "t1")
+    write(repo, "2", NESTED_MD)
+    workflow = (
+        "# Workflow\n\nSome prose.\n\n## Context Map\n\n"
+        "| Destination Step | Consumes from | Fields / Sections | Mode |\n"
+        "|------------------|---------------|-------------------|------|\n"
+        "| Step 3 | Step 1 | process.name, process.constraints | partial |\n"
+        "| Step 3 | Step 2 | * | complete |\n"
+        "| Step 4 | Step 1, Step 3 | `score` | partial |\n"
+        "\nMore prose.\n"
+    )
+    (repo.path / "workflow.md").write_text(workflow)
+    from_table = repo.docket("session", "read", "--step-destination", "3", "--context-map", "@workflow.md")
+    rules = [
+        {"from_step": 1, "mode": "partial", "fields": ["process.name", "process.constraints"]},
+        {"from_step": 2, "mode": "complete"},
+    ]
+    from_json = repo.docket("session", "read", "--step-destination", "3", "--context-map", json.dumps(rules))
+    assert from_table.code == 0, from_table.err
+    assert (from_table.out, from_table.err) == (from_json.out, from_json.err)
+    assert "### From Step 2 (complete)" in from_table.out
+    check = repo.docket("session", "check-map", "--context-map", "@workflow.md")
+    assert (check.code, check.out) == (0, "docket: context map OK: 4 rule(s) for 2 step(s)\n"), check.err
+
+
 def test_read_uses_the_replayed_state(session):
     repo, _ = session
     write(repo, "1", '{"score": 7}')
@@ -269,6 +340,24 @@ def test_read_uses_the_replayed_state(session):
         ('[{"from_step": 1, "mode": "partial"}]', "docket: --context-map: context map rule 1: mode partial needs"),
         ('[{"mode": "complete"}]', "docket: --context-map: context map rule 1 has no from_step"),
         ('[{"from_step": 1, "feilds": []}]', "docket: --context-map: context map rule 1: unknown key 'feilds'"),
+        ('[{"from_step": 1, "fields": ["a"]}]', "docket: --context-map: context map rule 1 has fields and no mode"),
+        (
+            TABLE_HEAD + "| Step 2 | Step 1 | a, b | |\n",
+            "docket: --context-map: context map table line 3 has fields and no mode",
+        ),
+        (
+            TABLE_HEAD + "| Step 2 | Step 1 | * | partial |\n",
+            "docket: --context-map: context map table line 3: mode partial needs",
+        ),
+        (
+            TABLE_HEAD + "| Step 2 | Step 1 | a | some |\n",
+            "docket: --context-map: context map table line 3: mode must be complete",
+        ),
+        (TABLE_HEAD + "| Step 2 | Step 1 | a |\n", "docket: --context-map: context map table line 3 has 3 cells"),
+        (
+            TABLE_HEAD + "| Step 2 | Step 1? | a | partial |\n",
+            "docket: --context-map: context map table line 3: from_step '1?'",
+        ),
     ],
 )
 def test_bad_context_maps_are_usage_errors(session, map_text, message):
@@ -371,8 +460,16 @@ def test_list_shows_step_counts_and_status(session):
         f"{path.name}  demo  2 steps  in_progress (Step 2)\n{other.name}  other  0 steps  empty\n"
     )
     write(repo, "2", "b", "--file", str(path))  # init made "other" the active session
+    # Every step written is completed, but the session declared 0,1,2,3: steps 0 and 3 never came.
+    assert repo.ok("session", "list").out.splitlines()[0] == (
+        f"{path.name}  demo  2 steps  incomplete (never written: Step 0, Step 3)"
+    )
     rows = [json.loads(line) for line in repo.ok("session", "list", "--json").out.splitlines()]
-    assert [(r["project"], r["steps"], r["status"]) for r in rows] == [("demo", 2, "completed"), ("other", 0, "empty")]
+    assert [(r["project"], r["steps"], r["status"]) for r in rows] == [("demo", 2, "incomplete"), ("other", 0, "empty")]
+    assert rows[0]["never_written"] == ["0", "3"] and "never_written" not in rows[1]
+    write(repo, "0", "z", "--file", str(path))
+    write(repo, "3", "c", "--file", str(path))
+    assert repo.ok("session", "list").out.splitlines()[0] == f"{path.name}  demo  4 steps  completed"
 
 
 # -- legacy single-file mode ----------------------------------------------------------------------

@@ -44,7 +44,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "session write": (
         'docket session write --step 1 --agent planner --status completed --input "the brief" --output @plan.json',
     ),
-    "session show": ("docket session show .docket/sessions/billing/2026-12-01-10-00.md --step 1",),
+    "session show": ("docket session show context-ledger/2026-12-01-10-00-billing.md --step 1",),
     "session read": (
         "docket session read --step-destination 2 --context-map "
         '\'[{"from_step": 1, "mode": "partial", "fields": ["plan"]}]\'',

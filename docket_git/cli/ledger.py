@@ -15,7 +15,12 @@ from docket_git.cli.common import usage
 from docket_git.cli.ledger_fast import json_arg
 
 ledger_app = typer.Typer(
-    help="Typed ledgers in .docket/ledgers/: append operations, query their SQLite projection, verify notes.",
+    help=(
+        "Typed ledgers in .docket/ledgers/: append operations, query their SQLite projection, verify notes."
+        "\n\nAgents call the same commands as the typed-ledger spec's MCP tools (docket mcp, docs/mcp.md):"
+        " append is ledger_append, map-put ledger_map_put, map-delete ledger_map_delete,"
+        " note-add ledger_note_add, note-vote ledger_note_vote, query ledger_query."
+    ),
     no_args_is_help=True,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},

@@ -118,6 +118,14 @@ def run_query(values: dict[str, Any]) -> None:
         for row in rows:
             out.write("\t".join("NULL" if v is None else str(v) for v in row) + "\n")
     out.flush()
+    skipped = api.query(root, ledger, "SELECT count(*) FROM diagnostics")[1][0][0]
+    if skipped:
+        # docket skips what gh-aw's projection would fail on; a reader of the rows must know (issue 30 item 3).
+        print(
+            f"docket: note: {skipped} diagnostic(s): lines or operations replay skipped; "
+            f"'docket ledger check {ledger.name}' lists them",
+            file=sys.stderr,
+        )
 
 
 RUN = {"append": run_append, "query": run_query}

@@ -42,13 +42,44 @@ def _root(repo: str | None) -> Path:
     return root
 
 
+def _bare_packages() -> None:
+    """Let ``mcp.server.lowlevel`` and ``mcp.server.stdio`` load without the packages' ``__init__``.
+
+    ``mcp/__init__.py`` imports the SDK's client and ``mcp/server/__init__.py`` its high-level
+    server (``MCPServer``), neither of which a stdio server built on the low-level ``Server`` uses:
+    about a fifth of the SDK's import time. Each package is registered as a bare namespace over its
+    real directory, so its submodules import as usual. Only ``docket mcp`` does this, in its own
+    process, before anything else imports ``mcp``; where the layout is not the expected one the
+    packages load normally.
+    """
+    import importlib.util
+
+    if "mcp" in sys.modules:
+        return
+    spec = importlib.util.find_spec("mcp")
+    if spec is None or not spec.submodule_search_locations:
+        return
+    top = list(spec.submodule_search_locations)
+    server = [os.path.join(p, "server") for p in top]
+    if not all(os.path.isfile(os.path.join(p, "lowlevel", "server.py")) for p in server):
+        return
+    for name, path in (("mcp", top), ("mcp.server", server)):
+        bare = importlib.util.spec_from_loader(name, None, is_package=True)
+        assert bare is not None
+        bare.submodule_search_locations = path
+        module = importlib.util.module_from_spec(bare)
+        module.__path__ = path
+        sys.modules[name] = module
+
+
 def serve(root: Path) -> None:
     """Serve MCP on stdin/stdout until the client closes stdin."""
     import gc
 
+    _bare_packages()
     import anyio
     import mcp_types as types
-    from mcp.server.lowlevel import Server
+    from mcp.server.lowlevel.server import Server
     from mcp.server.stdio import stdio_server
 
     from docket_git import __version__
@@ -90,10 +121,11 @@ def serve(root: Path) -> None:
 def run(values: dict[str, Any]) -> None:
     """``docket mcp``: find the repository, then serve it."""
     root = _root(values["repo"])
-    try:
-        import mcp  # noqa: F401  # the SDK, present or not, before the agent's handshake waits on us
-    except ImportError:
-        raise LedgerError("docket mcp needs the MCP SDK: pip install 'mcp>=2.3' into docket's environment") from None
+    import importlib.util
+
+    # The SDK, present or not, before the agent's handshake waits on us (found, not loaded: serve loads it).
+    if importlib.util.find_spec("mcp") is None or importlib.util.find_spec("mcp_types") is None:
+        raise LedgerError("docket mcp needs the MCP SDK: pip install 'mcp>=2.3' into docket's environment")
     if sys.stdin.isatty():
         warn(f"serving {root} over MCP on stdin/stdout; agents start this themselves (docs/mcp.md); Ctrl-D ends it")
     serve(root)

@@ -219,7 +219,9 @@ def list_(
             }
             if item.error:
                 row["error"] = item.error
+            if item.missing:
+                row["never_written"] = list(item.missing)
             typer.echo(json.dumps(row, ensure_ascii=False))
         else:
             steps = f"{item.steps} step{'s' if item.steps != 1 else ''}"
-            typer.echo(f"{item.path.name}  {item.project}  {steps}  {item.status}")
+            typer.echo(f"{item.path.name}  {item.project}  {steps}  {item.status_text()}")

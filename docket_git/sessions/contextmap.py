@@ -2,7 +2,10 @@
 
 A map is a list of rules ``{"from_step": N, "fields": [...], "mode": "complete|partial"}``
 for one destination step; a whole workflow's maps are an object from
-destination step to such a list.
+destination step to such a list, or the markdown table the skill's workflows
+write (``| Destination Step | Consumes from | Fields / Sections | Mode |``, ``*``
+for the whole output). A field is a name or a dotted path into nested JSON
+(``process.name``) or nested markdown sections.
 """
 
 from __future__ import annotations
@@ -52,6 +55,11 @@ def parse_rules(value: object, where: str = "context map") -> list[Rule]:
             raise ValueError(f"{at}: unknown key {unknown[0]!r}; a rule has from_step, fields and mode")
         if "from_step" not in raw:
             raise ValueError(f"{at} has no from_step")
+        if "mode" not in raw and raw.get("fields"):
+            raise ValueError(
+                f'{at} has fields and no mode; add "mode": "partial" to take only those fields '
+                '(or "complete" for the whole output)'
+            )
         mode = raw.get("mode", "complete")
         if mode not in MODES:
             raise ValueError(f"{at}: mode must be complete or partial, not {mode!r}")
@@ -64,8 +72,79 @@ def parse_rules(value: object, where: str = "context map") -> list[Rule]:
     return rules
 
 
+#: The markdown table's columns, as the skill's workflow files head them (matched without case or spaces).
+TABLE_COLUMNS = ("destinationstep", "consumesfrom", "fields/sections", "mode")
+
+
+def _cells(line: str) -> list[str]:
+    inner = line.strip()
+    inner = inner[1:] if inner.startswith("|") else inner
+    inner = inner[:-1] if inner.endswith("|") else inner
+    return [c.strip() for c in inner.split("|")]
+
+
+def _table_step(text: str, where: str) -> str:
+    bare = re.sub(r"(?i)^step\s+", "", text.strip().strip("*`").strip())
+    return _step(bare, where)
+
+
+def parse_table(text: str) -> dict[str, list[Rule]] | None:
+    """Maps from a markdown context-map table in text, or None when text holds no such table.
+
+    One row per destination and source: ``| Step 3 | Step 1, Step 2 | process.name, goals | partial |``;
+    fields ``*`` (or empty) take the whole output; a row with fields and no mode is refused.
+    """
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if not line.strip().startswith("|"):
+            continue
+        if [re.sub(r"\s+", "", c).lower() for c in _cells(line)] != list(TABLE_COLUMNS):
+            continue
+        maps: dict[str, list[Rule]] = {}
+        for number in range(i + 2, len(lines)):  # the header, then the |---| row
+            row = lines[number]
+            if not row.strip().startswith("|"):
+                break
+            at = f"context map table line {number + 1}"
+            cells = _cells(row)
+            if len(cells) != 4:
+                raise ValueError(
+                    f"{at} has {len(cells)} cells; a row is | Destination Step | Consumes from | Fields / Sections | Mode |"
+                )
+            dest_cell, from_cell, fields_cell, mode_cell = cells
+            destination = _table_step(dest_cell, at)
+            fields = [f.strip().strip("`") for f in fields_cell.split(",") if f.strip().strip("`")]
+            whole = fields in ([], ["*"])
+            mode = mode_cell.strip().strip("*`").lower()
+            if not mode:
+                if not whole:
+                    raise ValueError(
+                        f"{at} has fields and no mode; write partial (or complete with * for the whole output)"
+                    )
+                mode = "complete"
+            if mode not in MODES:
+                raise ValueError(f"{at}: mode must be complete or partial, not {mode_cell.strip()!r}")
+            if mode == "partial" and whole:
+                raise ValueError(f"{at}: mode partial needs the fields to take, not {fields_cell.strip() or 'nothing'}")
+            sources = [s for s in from_cell.split(",") if s.strip()]
+            if not sources:
+                raise ValueError(f"{at}: Consumes from names no step")
+            for source in sources:
+                rule = Rule(_table_step(source, at), mode, () if whole else tuple(fields))
+                maps.setdefault(destination, []).append(rule)
+        if not maps:
+            raise ValueError(f"the context map table at line {i + 1} has no rows")
+        return maps
+    return None
+
+
 def parse_maps(text: str, destination: str | None) -> dict[str, list[Rule]]:
-    """Maps by destination step from JSON text: an array needs destination, an object names its own."""
+    """Maps by destination step from JSON text (an array needs destination, an object names its own)
+    or from a markdown context-map table."""
+    if not text.lstrip().startswith(("[", "{")):
+        table = parse_table(text)
+        if table is not None:
+            return table
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -133,6 +212,49 @@ def markdown_field(output: str, key: str) -> str | None:
     return None
 
 
+def _json_path(obj: dict, name: str) -> tuple[bool, object]:
+    """(found, value) of a field: the key itself, else a dotted path through nested objects."""
+    if name in obj:
+        return True, obj[name]
+    value: object = obj
+    for part in name.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return False, None
+        value = value[part]
+    return True, value
+
+
+def _put_path(picked: dict, name: str, value: object, literal: bool) -> None:
+    """Store value under name, as nested objects along a dotted path (``process.name``)."""
+    if literal or "." not in name:
+        picked[name] = value
+        return
+    *parents, last = name.split(".")
+    here = picked
+    for part in parents:
+        nxt = here.get(part)
+        if not isinstance(nxt, dict):
+            nxt = here[part] = {}
+        here = nxt
+    here[last] = value
+
+
+def markdown_path(output: str, name: str) -> str | None:
+    """A field of a markdown output: the name itself, else a dotted path, each part looked up in
+    the body (below its heading or key line) of the section the previous part found."""
+    found = markdown_field(output, name)
+    if found is not None or "." not in name:
+        return found
+    section: str | None = None
+    body = output
+    for part in name.split("."):
+        section = markdown_field(body, part)
+        if section is None:
+            return None
+        body = section.partition("\n")[2]
+    return section
+
+
 def take(state: fmt.Step, rule: Rule) -> tuple[str, list[str]]:
     """(the text a rule takes from a step's state, warnings for fields it lacks)."""
     if rule.mode == "complete":
@@ -144,16 +266,17 @@ def take(state: fmt.Step, rule: Rule) -> tuple[str, list[str]]:
     warnings = []
     obj = fmt.as_object(state.output)
     if obj is not None:
-        picked = {}
+        picked: dict = {}
         for name in rule.fields:
-            if name in obj:
-                picked[name] = obj[name]
+            found, value = _json_path(obj, name)
+            if found:
+                _put_path(picked, name, value, literal=name in obj)
             else:
                 warnings.append(f"Field '{name}' not found in Step {state.step} output")
         return json.dumps(picked, indent=2, ensure_ascii=False), warnings
     parts = []
     for name in rule.fields:
-        found = markdown_field(state.output, name)
+        found = markdown_path(state.output, name)
         if found is None:
             warnings.append(f"Field '{name}' not found in Step {state.step} output")
         else:

@@ -466,6 +466,14 @@ class Summary:
     steps: int
     status: str
     error: str = ""
+    #: Steps the workflow declared (``steps`` in the frontmatter) that were never written.
+    missing: tuple[str, ...] = ()
+
+    def status_text(self) -> str:
+        """The status as ``session list`` prints it (an incomplete session names its missing steps)."""
+        if self.status == "incomplete":
+            return f"incomplete (never written: Step {', Step '.join(self.missing)})"
+        return self.status
 
 
 def summarize(path: Path) -> Summary:
@@ -476,16 +484,22 @@ def summarize(path: Path) -> Summary:
         meta, blocks = parse(path, read_text(path))
     except LedgerError as exc:
         return Summary(path, project, "", 0, "unreadable", str(exc))
-    states = [fmt.replay(blocks, step) for step in fmt.step_ids(blocks)]
+    written = fmt.step_ids(blocks)
+    states = [fmt.replay(blocks, step) for step in written]
     statuses = [found[0].status for found in states if found]
+    declared = [s.strip() for s in meta.get("steps", "").split(",") if s.strip()]
+    missing = [step for step in dict.fromkeys(declared) if step not in written]
     if not statuses:
         status = "empty"
     elif all(s == "completed" for s in statuses):
-        status = "completed"
+        # Every step written is completed, but the workflow declared steps that never were.
+        status = "incomplete" if missing else "completed"
     else:
         last = next(found[0] for found in reversed(states) if found and found[0].status != "completed")
         status = f"{last.status} (Step {last.step})"
-    return Summary(path, meta.get("project_name", project), meta.get("created", ""), len(statuses), status)
+    return Summary(
+        path, meta.get("project_name", project), meta.get("created", ""), len(statuses), status, "", tuple(missing)
+    )
 
 
 def listing(directory: Path, project: str | None) -> list[Summary]:

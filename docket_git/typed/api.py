@@ -76,8 +76,12 @@ def database(root: Path, ledger: Ledger) -> Path:
 def _regular(path: Path) -> None:
     """Refuse a ledger file that is a symlink or not a regular file (a cloned repository is untrusted input)."""
     files.check_dirs(path, path.parent.parent.parent)
-    if path.is_symlink() or (path.exists() and not path.is_file()):
-        raise LedgerError(f"{path} is not a regular file (a symlink?); typed ledgers are never read through links")
+    if path.is_symlink():
+        raise LedgerError(f"{path} is a symlink; typed ledgers are never read through links")
+    if path.exists() and not path.is_file():
+        raise LedgerError(
+            f"{path} is not a regular file (a FIFO, device or directory); replace it with the ledger file"
+        )
 
 
 def _ensure(root: Path, ledger: Ledger) -> Path:
