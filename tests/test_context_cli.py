@@ -397,3 +397,32 @@ def test_missing_driver_notice_tops_the_briefing(repo: Repo) -> None:
     assert len(capped) <= 600 and capped.startswith("# merge driver not set up")
     tight = repo.docket("context", "--max-chars", "512")
     assert len(tight.out) <= 512 and "merge driver not set up" in tight.err
+
+
+def test_the_driver_wiring_is_asked_of_git_once_per_config_change(repo: Repo, tmp_path: Path) -> None:
+    """The briefing's driver check spawns ``git config`` only when a config file's stat changed (a git on PATH logs it)."""
+    import shutil
+
+    scoped_ledger(repo)
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    log = tmp_path / "git.log"
+    real = shutil.which("git", path=repo.env["PATH"])
+    (shim / "git").write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {real} "$@"\n')
+    (shim / "git").chmod(0o755)
+    logged = Repo(repo.path, {**repo.env, "PATH": f"{shim}:{repo.env['PATH']}"})
+
+    def configs() -> int:
+        text = log.read_text() if log.exists() else ""
+        log.write_text("")
+        return sum(" config " in f" {line} " for line in text.splitlines())
+
+    assert "merge driver not set up" not in logged.ok("context").out
+    assert configs() == 1  # asked once, then remembered
+    assert "merge driver not set up" not in logged.ok("context").out
+    assert configs() == 0
+    repo.git("config", "--unset", "merge.docket.driver")  # the config file changes: asked again
+    assert logged.ok("context").out.startswith("# merge driver not set up")
+    assert configs() == 1
+    assert logged.ok("context").out.startswith("# merge driver not set up")
+    assert configs() == 0

@@ -407,37 +407,6 @@ def dump(conn: sqlite3.Connection) -> dict:
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(records=ledgers(), mid=st.integers(0, 3), tail=st.sampled_from([b"", b"\n", b"  \n", b"{}\n"]))
-def test_a_build_in_two_processes_equals_one_in_one(records: list[dict], mid: int, tail: bytes) -> None:
-    """A forked child building the second half's rows changes no row; leftovers and refusals are the exact path's."""
-    data = encode(records)
-    if mid and len(records) > 1:  # a line the child cannot take (escaped, or blank) in the second half
-        lines = data.splitlines(keepends=True)
-        at = len(lines) // 2 + mid - 1
-        lines.insert(min(at, len(lines)), [b"\n", b" \n", json.dumps(records[0]).encode() + b"\n"][mid - 1])
-        data = b"".join(lines)
-    data += tail
-    outcomes = []
-    for halves in (0, 1 << 40):
-        with cache_home() as tmp, pytest.MonkeyPatch.context() as m:
-            m.setattr(index, "HALVES", halves)
-            path = ledger_in(tmp, data)
-            try:
-                ix = index.open_index(path)
-            except Exception as exc:  # the refusal is compared
-                outcomes.append(("refused", type(exc).__name__, str(exc)))
-            else:
-                try:
-                    assert ix.how == "rebuilt"
-                    outcomes.append(dump(ix.conn))
-                finally:
-                    ix.close()
-            folder = index.db_path(path).parent
-            assert not [p.name for p in folder.iterdir() if p.name.endswith(("tmp", "-structure"))]
-    assert outcomes[0] == outcomes[1]
-
-
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(records=ledgers())
 def test_a_build_from_canonical_lines_equals_one_from_decoded_records(records: list[dict]) -> None:
     """Rows built from ``validate.canonical_fields`` are the rows ``_record_row`` and ``_haystack`` build from dicts."""

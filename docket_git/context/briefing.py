@@ -404,7 +404,86 @@ def _driver_notice(root: Path) -> str:
     from docket_git.merging.wiring import driver_notice
 
     try:
-        notice = driver_notice(root)
+        notice = driver_notice(root, _cached_config)
     except Exception:
         return ""
     return f"{notice}\n" if notice else ""
+
+
+#: The environment git's config lookup depends on besides the files ``_config_files`` names.
+_CONFIG_ENV = ("GIT_DIR", "HOME", "XDG_CONFIG_HOME")
+
+
+def _config_files(root: Path) -> list[Path]:
+    """The config files git reads for root: the worktree's, the repository's, the user's and the system's."""
+    import os
+
+    env = os.environ
+    gdir = Path(env["GIT_DIR"]) if env.get("GIT_DIR") else root / ".git"
+    if gdir.is_file():  # a linked worktree: "gitdir: PATH"
+        text = gdir.read_text(encoding="utf-8", errors="replace").strip()
+        gdir = (root / text.removeprefix("gitdir:").strip()).resolve()
+    common = gdir
+    with contextlib.suppress(OSError):
+        shared = Path((gdir / "commondir").read_text(encoding="utf-8").strip())
+        common = shared if shared.is_absolute() else gdir / shared
+    home = Path(env.get("HOME", "/nonexistent"))
+    user = [Path(env["GIT_CONFIG_GLOBAL"])] if env.get("GIT_CONFIG_GLOBAL") else []
+    if not user:
+        user = [Path(env.get("XDG_CONFIG_HOME") or home / ".config") / "git" / "config", home / ".gitconfig"]
+    system = [Path(env.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig")]
+    return [common / "config", gdir / "config.worktree", *user, *system]
+
+
+def _cached_config(root: Path, key: str) -> str | None:
+    """``gitio.config_get(root, key)``, remembered in the user cache by what it depends on.
+
+    The key is the stat (size, mtime, ctime, inode) of every config file git
+    would read and the environment that places them (``GIT_CONFIG*``, HOME,
+    XDG_CONFIG_HOME, GIT_DIR): any edit or ``git config`` call changes a stat,
+    so the value is asked of git again. A config file that includes others
+    (``[include]``) is never cached: a change there would not show. The cache
+    is best effort; a failure to read or write it asks git.
+    """
+    import json
+    import os
+
+    from docket_git import dirs
+    from docket_git.repo import gitio
+
+    stamp: list = [str(root), key, sorted([k, v] for k, v in os.environ.items() if k.startswith("GIT_CONFIG"))]
+    stamp.append([os.environ.get(k, "") for k in _CONFIG_ENV])
+    cacheable = True
+    try:
+        for path in _config_files(root):
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                stamp.append(None)
+                continue
+            stamp.append([str(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino])
+            if b"[include" in path.read_bytes().lower():
+                cacheable = False
+    except OSError:
+        cacheable = False
+    if not cacheable:
+        return gitio.config_get(root, key)
+    cache = Path(dirs.cache_dir()) / "driver-config.json"
+    saved: dict = {}
+    with contextlib.suppress(OSError, ValueError):
+        saved = json.loads(cache.read_bytes())
+        if not isinstance(saved, dict):
+            saved = {}
+    entry = saved.get(f"{root}\0{key}")
+    if isinstance(entry, list) and len(entry) == 2 and entry[0] == stamp:
+        return entry[1]
+    value = gitio.config_get(root, key)
+    if len(saved) >= 64:
+        saved.clear()
+    saved[f"{root}\0{key}"] = [stamp, value]
+    with contextlib.suppress(OSError):
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(saved))
+        os.replace(tmp, cache)
+    return value

@@ -20,9 +20,8 @@ digest of their last block, and digest checkpoints along the file.
   afresh silently: in a temporary file without a journal, one validated
   slice at a time (``store.validated``: a line as docket writes it proven
   by one regular expression, other clean lines by the C scanner and
-  ``quick_accept``, any doubt left to the exact per-line path), a large
-  ledger's second part by a forked child (``_half``), then renamed into
-  place; a cache directory that cannot be written degrades to an in-memory
+  ``quick_accept``, any doubt left to the exact per-line path), then
+  renamed into place; a cache directory that cannot be written degrades to an in-memory
   index with one notice.
 
 So the index is also the ledger's validated prefix: ``append`` validates new
@@ -48,17 +47,15 @@ import contextlib
 import heapq
 import itertools
 import json
-import marshal
 import operator
 import os
-import signal
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from docket_git.digest import constructor as sha256_for
 from docket_git.errors import LedgerError, notice, withdraw
-from docket_git.ledger import canonical, db, jsonl, model, project, recording, store, validate
+from docket_git.ledger import canonical, db, jsonl, model, project, recording, store
 from docket_git.ledger.validate import Index as Known
 from docket_git.repo import files
 
@@ -531,7 +528,7 @@ def _build_file(ledger: Path, target: Path, data: bytes, stat: tuple) -> None:
         conn.executescript(TABLES)
         conn.execute("BEGIN")
         with jsonl.gc_paused():
-            _fill(conn, ledger, data, stat, halves=True)
+            _fill(conn, ledger, data, stat)
         conn.execute("COMMIT")
         conn.execute("PRAGMA journal_mode=WAL")
     except BaseException:
@@ -660,7 +657,7 @@ def _clear(conn: sqlite3.Connection) -> None:
         conn.execute(f"DROP INDEX {name}")
 
 
-def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple, *, halves: bool = False) -> None:
+def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple) -> None:
     """Index every line of ``data`` into empty tables without secondary indexes, validating as it goes.
 
     Lines are validated and inserted a slice at a time (``store.validated``;
@@ -676,52 +673,13 @@ def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple, *, h
     updated. Then the checkpoints, the
     secondary indexes and the meta rows. Raises ``LedgerError`` at the first
     invalid line, with the exact path's message.
-
-    ``halves``: conn is a new file's own connection, in a transaction of
-    its own (``_build_file``); a ledger of ``HALVES`` bytes or more then has
-    the rows of its lines from ``_HALF_AT`` on built by a forked child while
-    this process does the lines before (``_half``, ``_Build.join_half``).
-    The child proves only per-line rules; this process links its records in
-    order and takes its rows up to the first that does not link, and the
-    exact path does the rest: the tables, and any refusal, are the ones a
-    build in one process gives.
     """
     snap = store.Snapshot(path=ledger, data=data)
     build = _Build(conn, data)
-    child = _fork_half(conn, data) if halves else None
-    try:
-        _fill_rows(build, snap, child)
-        _fill_settled(build, snap, ledger, stat)
-    finally:
-        if child is not None:
-            pid, _, path = child
-            if not build.reaped:  # this process is leaving early (an invalid line): so does the child
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-                with contextlib.suppress(OSError):
-                    os.waitpid(pid, 0)
-            db.discard(path)
-            _discard_file(path.with_name(path.name + "-structure"))
-
-
-def _fill_rows(build: _Build, snap: store.Snapshot, child: tuple[int, int, Path] | None) -> None:
-    """Validate every line and insert its rows (a half's records rows wait in the child's database)."""
-    data = snap.data
-    resume, line_no = 0, 0
-    if child is not None:
-        pid, mid, path = child
-        for records, ends in store.validated(snap, canonical=True, stop=mid):
-            build.take(records, ends)
-        line_no = data.count(b"\n", 0, mid)
-        resume = build.join_half(pid, path, mid, line_no, snap.index)
-        line_no += build.seq - build.half_first
-    if resume < len(data) or child is None:
-        known = snap.index if child is not None else None
-        for records, ends in store.validated(snap, start=resume, line_no=line_no, known=known, canonical=True):
-            build.take(records, ends)
-    else:
-        snap.valid_length = len(data)
+    for records, ends in store.validated(snap, canonical=True):
+        build.take(records, ends)
     build.flush()
+    _fill_settled(build, snap, ledger, stat)
 
 
 def _fill_settled(build: _Build, snap: store.Snapshot, ledger: Path, stat: tuple) -> None:
@@ -733,14 +691,6 @@ def _fill_settled(build: _Build, snap: store.Snapshot, ledger: Path, stat: tuple
         for rid in resolvers:
             degree[rid] = degree.get(rid, 0) + 1
     settled = _settled(structure, derived, degree, written)
-    if build.half_taken:
-        lo, hi = build.half_first, build.half_first + build.half_taken
-        updates, half = [], []
-        for row in settled:
-            (half if lo <= row[4] < hi else updates).append(row)
-        build.settle_half(half)
-        del half
-        settled = iter(updates)
     conn.executemany("UPDATE records SET state = ?, retired_by = ?, applicable = ?, degree = ? WHERE seq = ?", settled)
     conn.executemany(
         "INSERT INTO blocked_by VALUES (?, ?, ?)",
@@ -761,28 +711,6 @@ def _fill_settled(build: _Build, snap: store.Snapshot, ledger: Path, stat: tuple
     conn.execute("INSERT OR REPLACE INTO meta VALUES ('indexed_from', 0)")
 
 
-#: What ``written`` holds for a row not yet written: settling never finds it equal (so it says every column).
-_UNWRITTEN = (-1, "")
-#: A new index file of a ledger this large is built by two processes (``_fill``'s ``halves``). Below it,
-#: forking and joining cost what they save (at 5 MB, 10k records: 0.45-0.58 s halved, 0.40-0.48 s not);
-#: at 50 MB a build takes 3.2 s halved against 5.0 s in one process.
-HALVES = 8 << 20
-#: Where the child's part begins, as a fraction of the ledger: a little before the middle, since the child's
-#: tables have no index to keep (not even records' UNIQUE id) and it holds no rows back (at 100k records
-#: the parent then waits ~0.05 s for it; at 0.5, the child waited).
-_HALF_AT = 0.45
-#: The columns of ``records`` after seq.
-_RECORD_TAIL = ", ".join(f"c{n}" for n in range(1, _RECORD_COLUMNS))
-#: The tables a half's child fills: records as ``records`` without its types and constraints (copied as
-#: they are), relations and scopes with the seq of the record that owns each row (so a merge can stop early).
-_HALF_TABLES = f"""\
-CREATE TABLE records (seq INTEGER PRIMARY KEY, {_RECORD_TAIL});
-CREATE TABLE haystacks (seq INTEGER PRIMARY KEY, haystack);
-CREATE TABLE relations (seq, source, type, target, set_no);
-CREATE TABLE scopes (seq, record, scope, kind);
-"""
-
-
 class _Build:
     """A cold build's running state: rows waiting a slice, structural entries, degrees and retirements so far."""
 
@@ -790,10 +718,7 @@ class _Build:
         "conn",
         "data",
         "degree",
-        "half_first",
-        "half_taken",
         "held",
-        "reaped",
         "record_ends",
         "retired",
         "seq",
@@ -815,9 +740,6 @@ class _Build:
         self.held: list[list] = []  # the previous slice's rows: citations from the next slice are counted first
         self.written: list[tuple[int, str]] = []  # (degree, retired_by) each row went in with
         self.seq = 0
-        self.half_first = 0
-        self.half_taken = 0  # records the half's child built that were taken (their rows wait in its database)
-        self.reaped = False  # the half's child has been waited for
 
     def take(self, records: list, ends: list[int]) -> None:
         """Index one validated slice: records (dicts or ``canonical_fields`` tuples) and the offset past each."""
@@ -830,25 +752,6 @@ class _Build:
         conn.executemany(_INSERT_RELATION, rels)
         conn.executemany(_INSERT_SCOPE, scopes)
         conn.executemany(_INSERT_HAYSTACK, hays)
-
-    def settle_half(self, settled: list[tuple]) -> None:
-        """Copy the half's records rows in with their settled columns: (state, retired_by, applicable, degree, seq) each."""
-        conn, first, taken = self.conn, self.half_first, self.half_taken
-        conn.execute(
-            "CREATE TEMP TABLE settled (state TEXT, retired_by TEXT, applicable INTEGER, degree INTEGER,"
-            " seq INTEGER PRIMARY KEY)"
-        )
-        conn.executemany("INSERT INTO temp.settled VALUES (?, ?, ?, ?, ?)", settled)
-        conn.execute(
-            "INSERT INTO records SELECT h.seq + ?, h.c1, h.c2, h.c3, s.state, s.retired_by, s.applicable, h.c7, h.c8,"
-            " h.c9, h.c10, h.c11, h.c12, h.c13, h.c14, h.c15, h.c16, h.c17, h.c18, h.c19, h.c20, s.degree"
-            " FROM half.records h CROSS JOIN temp.settled s ON s.seq = h.seq + ? WHERE h.seq < ? ORDER BY h.seq",
-            (first, first, taken),
-        )
-        conn.execute("DROP TABLE temp.settled")
-        conn.execute("COMMIT")
-        conn.execute("DETACH DATABASE half")
-        conn.execute("BEGIN")
 
     def _account(self, entries: list[tuple], ends: list[int]) -> None:
         """Note entries' structure, their citations' degrees and their supersessions."""
@@ -879,151 +782,6 @@ class _Build:
         """Insert the held rows with the degree and retired_by known so far (``written`` notes them)."""
         _flush(self.conn, self.held, self.degree, self.retired, self.written)
         self.held = []
-
-    def join_half(self, pid: int, path: Path, mid: int, line_no: int, index: Known) -> int:
-        """Take in the rows the child ``_half`` built from ``mid`` on; the offset from which the rest is still to do.
-
-        The child proved its lines' per-line rules (``canonical_fields``);
-        the cross-record rules are ``validate.linked``'s, here, in file order
-        (``line_no``: the newlines before ``mid``). The child's rows are
-        taken up to the first record it did not build or that does not link;
-        the exact path does the rest, and reports.
-        """
-        self.half_first = self.seq
-        try:
-            _, status = os.waitpid(pid, 0)
-        except ChildProcessError:
-            return mid
-        finally:
-            self.reaped = True
-        if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
-            return mid
-        try:
-            with open(path.with_name(path.name + "-structure"), "rb") as f:
-                entries, ends = marshal.loads(f.read())  # marshal.load reads a file piecemeal: ten times slower
-        except (OSError, EOFError, ValueError, TypeError):
-            return mid
-        linked = validate.linked
-        taken = 0
-        for rid, _, _, supports, depends_on, answers, supersedes in entries:
-            if not linked(rid, supports, depends_on, answers, supersedes, index, line_no + taken + 1):
-                break
-            taken += 1
-        if not taken:
-            return mid
-        del entries[taken:], ends[taken:]
-        # The held rows go in once the half's citations of them are counted. The half's records rows go in
-        # at the end, with their settled columns (``settle_half``); the rest now, so they keep file order.
-        self._account(entries, ends)
-        self.flush()
-        conn, first = self.conn, self.half_first
-        conn.execute("COMMIT")  # ATTACH cannot run in a transaction (the file has no journal: nothing is lost)
-        conn.execute("ATTACH DATABASE ? AS half", (str(path),))
-        conn.execute("BEGIN")
-        conn.execute("INSERT INTO haystacks SELECT seq + ?, haystack FROM half.haystacks WHERE seq < ?", (first, taken))
-        conn.execute(
-            "INSERT INTO relations SELECT source, type, target, set_no FROM half.relations WHERE seq < ? ORDER BY rowid",
-            (taken,),
-        )
-        conn.execute(
-            "INSERT INTO scopes SELECT record, scope, kind FROM half.scopes WHERE seq < ? ORDER BY rowid", (taken,)
-        )
-        self.half_taken = taken
-        self.written.extend(itertools.repeat(_UNWRITTEN, taken))
-        return ends[-1]
-
-
-def _discard_file(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        path.unlink()
-
-
-def _fork_half(conn: sqlite3.Connection, data: bytes) -> tuple[int, int, Path] | None:
-    """(pid, offset, database) of a forked child building the rows of data's lines from offset on; None: no child.
-
-    The offset is the start of the line holding the byte at ``_HALF_AT`` of data. Only ledgers
-    of ``HALVES`` bytes or more are halved, and only where ``os.fork`` exists.
-    """
-    if len(data) < HALVES or not hasattr(os, "fork"):
-        return None
-    mid = data.find(b"\n", int(len(data) * _HALF_AT))
-    if mid < 0 or mid + 1 >= len(data):
-        return None
-    mid += 1
-    main = Path(conn.execute("PRAGMA database_list").fetchone()[2])
-    path = main.with_name(main.name[: -len(".tmp")] + ".half.tmp")
-    try:
-        pid = os.fork()
-    except OSError:
-        return None
-    if pid:
-        return pid, mid, path
-    code = 1
-    try:
-        _half(data, mid, path)
-        code = 0
-    finally:
-        os._exit(code)
-
-
-def _half(data: bytes, mid: int, path: Path) -> None:
-    """In the forked child: the rows of data's lines from mid on, up to the first line not as docket writes it.
-
-    Writes them to a database at path (``_HALF_TABLES``, seq counted from 0
-    at mid) and, beside it, the structural entry of each record and the
-    offset past its line (``marshal``). Only the per-line rules are proven
-    here (``validate.canonical_fields``): the parent links the records to
-    the ones before them, in order, and redoes what does not link.
-    """
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("PRAGMA journal_mode=OFF")
-    conn.execute("PRAGMA synchronous=OFF")
-    conn.executescript(_HALF_TABLES)
-    conn.execute("BEGIN")
-    sha256 = sha256_for(len(data))
-    view = memoryview(data)
-    entries: list[tuple] = []
-    record_ends: list[int] = []
-    total, pos, seq = len(data), mid, 0
-    canonical_fields = validate.canonical_fields
-    done = False
-    while pos < total and not done:
-        nl = data.find(b"\n", min(pos + store.SLICE, total) - 1)
-        stop = total if nl < 0 else nl + 1
-        chunk = data[pos:stop]
-        try:
-            texts = chunk.decode("utf-8").split("\n")
-        except UnicodeDecodeError:
-            break
-        raws = chunk.split(b"\n")
-        del chunk
-        if nl >= 0:
-            texts.pop()
-            raws.pop()
-        found, ends = [], []
-        end = pos
-        for raw, text in zip(raws, texts, strict=True):
-            fields = canonical_fields(text)
-            if fields is None:
-                done = True
-                break
-            end = min(end + len(raw) + 1, total)  # the last line may have no newline
-            found.append(fields)
-            ends.append(end)
-        if found:
-            rows, hays, rels, scopes, slice_entries = _rows(found, ends, data, seq, sha256, view)
-            conn.executemany(f"INSERT INTO records VALUES ({', '.join('?' * _RECORD_COLUMNS)})", rows)
-            conn.executemany("INSERT INTO haystacks VALUES (?, ?)", hays)
-            conn.executemany("INSERT INTO relations VALUES (?, ?, ?, ?, ?)", rels)
-            conn.executemany("INSERT INTO scopes VALUES (?, ?, ?, ?)", scopes)
-            entries.extend(slice_entries)
-            record_ends.extend(ends)
-            seq += len(found)
-        pos = stop
-    conn.execute("COMMIT")
-    conn.close()
-    with open(path.with_name(path.name + "-structure"), "wb") as f:
-        f.write(marshal.dumps((entries, record_ends)))
 
 
 _INSERT_RELATION = "INSERT INTO relations VALUES (?2, ?3, ?4, ?5)"

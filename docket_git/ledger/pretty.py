@@ -24,10 +24,7 @@ import json
 from collections.abc import Callable, Iterable
 from json.encoder import encode_basestring  # the C implementation when available
 
-try:
-    import orjson
-except ImportError:  # a platform without its wheel: the writer below alone
-    orjson = None  # type: ignore[assignment]
+import orjson  # a hard dependency (pyproject.toml): no import fallback
 
 _INDENTS = ["\n" + "  " * n for n in range(64)]
 #: Dict key -> its escaped text and ": " (records repeat the same twenty keys).
@@ -141,8 +138,6 @@ def write_slices(slices: Iterable[tuple[list, bool]], write: Callable[[str], obj
 
 def _orjson_items(items: list) -> str | None:
     """The items as ``write_list`` writes them between its brackets, by orjson; None when it cannot."""
-    if orjson is None:
-        return None
     try:
         text = orjson.dumps(items, option=orjson.OPT_INDENT_2).decode()
     except TypeError:  # orjson.JSONEncodeError: an integer past 64 bits, a lone surrogate, deep nesting

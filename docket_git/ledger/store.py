@@ -366,7 +366,6 @@ def validated(
     known: Index | None = None,
     size: int | None = None,
     canonical: bool = False,
-    stop: int | None = None,
 ) -> Iterator[tuple[list, list[int]]]:
     """Validate ``snap.data`` from ``start`` on, a slice at a time: (records, the offset just past each).
 
@@ -382,13 +381,12 @@ def validated(
     ``canonical``: a line exactly as docket writes it is first offered to
     ``validate.canonical_fields`` and, when it matches and ``linked`` accepts
     it, given as that tuple instead of a dict (no dict is built for it).
-    ``stop``: validate only the lines before this offset (just past a newline).
     """
     data, path = snap.data, snap.path
     index = snap.index = known if known is not None else Index()
-    total = len(data) if stop is None else stop
+    total = len(data)
     size = size or SLICE
-    torn = total == len(data) and not data.endswith(b"\n")
+    torn = not data.endswith(b"\n")
     scan = _scan_once
     pos = valid_end = start
     number = line_no

@@ -11,6 +11,7 @@ import os
 import shlex
 import stat
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from docket_git.errors import LedgerError
@@ -206,11 +207,14 @@ def register_driver(root: Path) -> str:
     return f"docket: registered the ledger merge driver in this clone's git config ({command})"
 
 
-def driver_notice(repo_root: Path) -> str | None:
-    """The briefing's top line when .gitattributes asks for the driver and this clone lacks it."""
+def driver_notice(repo_root: Path, config_get: Callable[[Path, str], str | None] | None = None) -> str | None:
+    """The briefing's top line when .gitattributes asks for the driver and this clone lacks it.
+
+    ``config_get``: how the driver's config value is read (default ``gitio.config_get``, a git process).
+    """
     if not _gitattributes_mentions(repo_root):
         return None
-    if _driver_runnable(gitio.config_get(repo_root, "merge.docket.driver")):
+    if _driver_runnable((config_get or gitio.config_get)(repo_root, "merge.docket.driver")):
         return None
     return NOTICE
 
