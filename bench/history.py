@@ -174,6 +174,36 @@ def build(path: Path, cycles: int, initial: int) -> dict:
     }
 
 
+def top_up(repo: Path, total: int) -> int:
+    """Grow HEAD's ledger to total records in one more commit on main (a large ledger with a long history).
+
+    Writing every one of 2,000 versions at 100k records would push some 60 GB
+    through fast-import; history questions walk the commits and read the
+    versions merges touched, so one large tip over the 2,000-commit history is
+    what a large, long-lived repository looks like to them.
+    """
+    path = repo / LEDGER
+    data = path.read_bytes()
+    head = RawLedger(data)
+    have = len(head)
+    if have >= total:
+        return have
+    top = model.seq(head[-1]["id"])
+    ts = 1_900_000_000
+    lines = []
+    for n in range(total - have):
+        top += 1
+        kind = ("claim", "decision", "question", "claim")[top % 4]
+        fields = {"rationale": f"Bulk record {n}; see the incident review of week {top % 52}"}
+        lines.append(canonical.line(make(top, kind, f"main record {top}: retries and idempotency keys", "main", ts, **fields)))
+    path.write_bytes(data + b"".join(lines))
+    env = {**os.environ, "GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.com"}
+    env.update(GIT_COMMITTER_NAME="Bench", GIT_COMMITTER_EMAIL="bench@example.com")
+    subprocess.run(["git", "add", LEDGER], cwd=repo, check=True, env=env)
+    subprocess.run(["git", "commit", "-q", "-m", f"main: grow the ledger to {total} records"], cwd=repo, check=True, env=env)
+    return total
+
+
 def _cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -204,16 +234,23 @@ def main() -> int:
     parser.add_argument("--cycles", type=int, default=200, help="10 commits each (default 200: 2,000 commits)")
     parser.add_argument("--initial", type=int, default=2_800, help="records in the first commit")
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--top-up", type=int, default=0, metavar="N", help="grow HEAD's ledger to N records in one more commit"
+    )
     parser.add_argument("--rebuild", action="store_true", help="build the repository again")
     args = parser.parse_args()
     docket = str(Path(shutil.which("docket") or Path(sys.executable).with_name("docket")).resolve())
-    where = OUT / f"history-{args.cycles}-{args.initial}"
+    where = OUT / (f"history-{args.cycles}-{args.initial}" + (f"-top{args.top_up}" if args.top_up else ""))
     facts_file = where / "facts.json"
     if args.rebuild or not facts_file.exists():
         shutil.rmtree(where, ignore_errors=True)
         where.mkdir(parents=True)
         start = time.perf_counter()
         facts = build(where / "repo", args.cycles, args.initial)
+        if args.top_up:
+            facts["records"] = top_up(where / "repo", args.top_up)
+            facts["commits"] += 1
+            facts["size"] = (where / "repo" / LEDGER).stat().st_size
         facts_file.write_text(json.dumps(facts))
         print(f"built {where / 'repo'} in {time.perf_counter() - start:.1f} s")
     facts = json.loads(facts_file.read_text())

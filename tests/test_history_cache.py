@@ -254,3 +254,50 @@ def test_renames_survive_a_broken_or_unwritable_cache(moved: Repo):
     assert result.err.splitlines() == [  # the ledger index's one notice; renames go without their cache silently
         f"docket: cannot write the ledger index at {blocked}/docket-git/index (Not a directory); using an in-memory index"
     ]
+
+
+def shown(repo: Repo, *args: str) -> tuple[int, str, str]:
+    result = repo.docket("show", *args)
+    err = "\n".join(line for line in result.err.splitlines() if "the ledger index" not in line)
+    return result.code, result.out, err
+
+
+ASKS = (("d3",), ("d3", "--json"), ("c2",), ("c99",), ("c2@000000000000",), ("d3@000000000000",))
+
+
+def test_show_of_an_id_the_ledger_does_not_hold_answers_the_same_from_the_cache(merged):
+    """Cold (history walked, answer stored) and warm (one row read, no Typer) print the same bytes and exit codes."""
+    repo = merged["repo"]
+    cold = [shown(repo, *ask) for ask in ASKS]
+    assert cold[0][0] == 0 and "d3 from topic is now d5" in cold[0][2] and cold[0][1].startswith("d5  decision")
+    assert cold[3][0] == 1 and "no entry c99, and no merge in the last 2000 ledger commits renumbered it" in cold[3][2]
+    # One answer per ref history was asked about: d3, c99, c2@000000000000, d3@000000000000 (c2 is held).
+    assert len(rows(the_db(repo), "SELECT key FROM answers")) == 4
+    assert [shown(repo, *ask) for ask in ASKS] == cold
+    # Without any cache (a fresh cache dir) the answers are the same again.
+    fresh = Repo(repo.path, {**repo.env, "XDG_CACHE_HOME": str(repo.path.parent / "fresh-cache")})
+    assert [shown(fresh, *ask) for ask in ASKS] == cold
+
+
+def test_a_stored_answer_is_read_and_a_new_history_asks_again(merged):
+    """A planted answer comes back (the row is read); a commit, an append or a journal entry gives a new key."""
+    repo = merged["repo"]
+    assert shown(repo, "c99")[0] == 1
+    db = the_db(repo)
+    (key,) = rows(db, "SELECT key FROM answers")[0]
+    planted = {"found": [], "limit": 7, "shallow": False}
+    write(db, "UPDATE answers SET answer = ? WHERE key = ?", (json.dumps(planted), key))
+    assert "in the last 7 ledger commits" in shown(repo, "c99")[2]
+    repo.ok("claim", "Appended after the answer")  # the ledger's revision changes
+    assert "in the last 2000 ledger commits" in shown(repo, "c99")[2]
+    planted_all = {"found": [], "limit": 9, "shallow": False}
+    write(db, "UPDATE answers SET answer = ?", (json.dumps(planted_all),))
+    assert "in the last 9 ledger commits" in shown(repo, "c99")[2]
+    commit(repo, "commit the append")  # HEAD changes
+    assert "in the last 2000 ledger commits" in shown(repo, "c99")[2]
+    write(db, "UPDATE answers SET answer = ?", (json.dumps(planted_all),))
+    journal = Path(repo.git("rev-parse", "--git-dir").strip())
+    journal = (journal if journal.is_absolute() else repo.path / journal) / "docket" / "renumbered.jsonl"
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    journal.write_text("\n")  # a journal that changed (even one with nothing readable)
+    assert "in the last 2000 ledger commits" in shown(repo, "c99")[2]

@@ -69,38 +69,29 @@ def _holds(snap: store.Snapshot, record_id: str, digest: str | None) -> bool:
 
 def current_id(arg: str, snap: store.Snapshot) -> str:
     """The current ID for ``ID[@DIGEST]`` the ledger does not hold as given: prints how history
-    resolved it on stderr, or fails naming why it cannot."""
+    resolved it on stderr, or fails naming why it cannot. The answer is kept (``history.answers``),
+    so ``show``'s light path answers the same question again from one row."""
+    from docket_git.history import answers
     from docket_git.history import renumbering as history
 
-    record_id, digest = _parse(arg)
-    try:
-        hist = _open()
-        hist.head  # noqa: B018 - raises when there are no commits
-    except history.HistoryUnavailable as exc:
-        fail(f"no entry {arg} ({exc})")
-    try:
-        found = history.resolve(hist, arg, snap.records, snap.data, snap.ends)
-    finally:
-        hist.save()
-    if not found:
-        if digest is not None:
-            fail(
-                f"no entry {arg}: no ledger version in the last {hist.limit} commits that touched it "
-                f"has {record_id} with that digest{_shallow(hist)}"
-            )
-        fail(
-            f"no entry {record_id}, and no merge in the last {hist.limit} ledger commits renumbered it{_shallow(hist)}"
-        )
-    if len(found) > 1:
-        for res in found:
-            warn(res.describe())
-        fail(f"{record_id} was renumbered on several branches; name one with ID@DIGEST (the briefing header prints it)")
-    res = found[0]
-    if res.current is None:
-        fail(res.describe())
-    if res.current != record_id or digest is not None:
-        warn(res.describe())
-    return res.current
+    _parse(arg)  # a malformed ref is a usage error before any history is read
+    ledger = ledger_path()
+    key = answers.key_for(Path.cwd(), ledger, arg) if ledger is not None else None
+    stored = answers.lookup(key) if key is not None else None
+    if stored is None:
+        try:
+            hist = _open()
+            hist.head  # noqa: B018 - raises when there are no commits
+        except history.HistoryUnavailable as exc:
+            fail(f"no entry {arg} ({exc})")
+        try:
+            found = history.resolve(hist, arg, snap.records, snap.data, snap.ends)
+            stored = answers.answer(found, hist.limit, hist.shallow)
+            if key is not None and key.head == hist.head and key.relpath == hist.relpath and not hist.shallow:
+                hist.cache.put_answer(key.digest, stored)
+        finally:
+            hist.save()
+    return answers.settle(arg, stored)
 
 
 def records_at(rev: str) -> tuple[list[dict], str]:

@@ -78,6 +78,28 @@ def from_index(record_id: str, *, as_json: bool) -> bool:
     return True
 
 
+def from_answers(record_id: str, *, as_json: bool) -> bool:
+    """Show what an ID this ledger does not hold names now, from the answer history gave before.
+
+    ``history.answers`` keeps each answer under HEAD, the ledger's revision,
+    the journal and the search limit, so this reads one row; False (the long
+    way, which computes and keeps the answer) when there is none.
+    """
+    from docket_git.history import answers
+
+    path = store.find_ledger(Path.cwd())
+    if path is None or not model.is_id(model.split_ref(record_id)[0]):
+        return False
+    key = answers.key_for(Path.cwd(), path, record_id)
+    stored = answers.lookup(key) if key is not None else None
+    if stored is None:
+        return False
+    current = answers.settle(record_id, stored)
+    if not from_index(current, as_json=as_json):
+        raise LedgerError(f"no entry {record_id}")
+    return True
+
+
 def _derived(conn: Any, rid: str, kind: str, retired_by: str) -> project.Derived:
     """``index.derived_for(conn, [rid])`` for one record, through the index's per-record indexes (no table scans)."""
     derived = project.Derived()
@@ -179,7 +201,12 @@ def fast_main(args: list[str]) -> int | None:
     if values is None or values["at"] is not None:
         return None
     shown: list[bool] = []
-    code = guarded(lambda: shown.append(from_index(values["record_id"], as_json=values["as_json"])))
+
+    def light() -> None:
+        rid, as_json = values["record_id"], values["as_json"]
+        shown.append(from_index(rid, as_json=as_json) or from_answers(rid, as_json=as_json))
+
+    code = guarded(light)
     if code or shown == [True]:
         return code
     declined.add(values["record_id"])

@@ -11,7 +11,11 @@ commit IDs, so it is true forever and a new commit only adds rows:
   ``relpath``, as a JSON array of ``[old, new, merge, source, branch, index]``
   (``[]`` when it renumbered nothing: a row proves the merge was recomputed);
 - ``renames``: the ``(old, new)`` renames of a HEAD's history, oldest first
-  (scopes that follow renames), for the newest ``RENAME_HEADS`` HEADs.
+  (scopes that follow renames), for the newest ``RENAME_HEADS`` HEADs;
+- ``answers``: what an ID the ledger does not hold resolved to (``history.answers``),
+  keyed by everything the answer depends on (HEAD, the ledger's revision, the
+  journal, the search limit), so a second ask reads one row; the newest
+  ``ANSWERS`` are kept.
 
 Reads are per key; writes wait in memory and go in one transaction when the
 command ends (``flush``). A missing, corrupt or other-version database is
@@ -33,15 +37,18 @@ from docket_git.repo import files
 #: The schema version (``PRAGMA user_version``). 3: SQLite replaced the JSON
 #: files (version 2 and the renames' version 1), which are never read. 4: a
 #: merge's renumbering follows the parent whose IDs it kept, and names its source
-#: (``origin/main``, ``bob's local main``).
-SCHEMA_VERSION = 4
+#: (``origin/main``, ``bob's local main``). 5: ``answers``.
+SCHEMA_VERSION = 5
 #: How many HEADs' renames are kept (a HEAD's list can be long; older ones are dropped).
 RENAME_HEADS = 32
+#: How many answers about IDs the ledger does not hold are kept (older ones are dropped).
+ANSWERS = 512
 SCHEMA = (
     "CREATE TABLE blob_counts (blob TEXT PRIMARY KEY, records INTEGER NOT NULL) WITHOUT ROWID",
     "CREATE TABLE merges (relpath TEXT NOT NULL, merge TEXT NOT NULL, aliases TEXT NOT NULL, "
     "PRIMARY KEY (relpath, merge)) WITHOUT ROWID",
     "CREATE TABLE renames (head TEXT PRIMARY KEY, pairs TEXT NOT NULL)",
+    "CREATE TABLE answers (key TEXT PRIMARY KEY, answer TEXT NOT NULL)",
 )
 
 
@@ -70,6 +77,7 @@ class HistoryCache:
         self._counts: dict[str, int] = {}
         self._merges: dict[tuple[str, str], str] = {}
         self._renames: dict[str, str] = {}
+        self._answers: dict[str, str] = {}
 
     def _connection(self) -> sqlite3.Connection | None:
         if not self._opened:
@@ -126,6 +134,16 @@ class HistoryCache:
         except (TypeError, ValueError, RecursionError):
             return None
 
+    def answer(self, key: str) -> object | None:
+        """The stored answer under key (``history.answers``), as JSON, if there is one."""
+        row = self._one("SELECT answer FROM answers WHERE key = ?", (key,))
+        if row is None:
+            return None
+        try:
+            return json.loads(row[0])
+        except (TypeError, ValueError, RecursionError):
+            return None
+
     # -- writes (held until flush) -------------------------------------------------------------
 
     def put_count(self, blob: str, records: int) -> None:
@@ -140,11 +158,15 @@ class HistoryCache:
         """Remember the renames of HEAD's history."""
         self._renames[head] = json.dumps(pairs, separators=(",", ":"))
 
+    def put_answer(self, key: str, answer: object) -> None:
+        """Remember an answer under key."""
+        self._answers[key] = json.dumps(answer, separators=(",", ":"))
+
     def flush(self) -> None:
         """Write what was put, in one transaction, and close; silently keeps nothing when it cannot write."""
-        counts, merges, renames = self._counts, self._merges, self._renames
-        self._counts, self._merges, self._renames = {}, {}, {}
-        if counts or merges or renames:
+        counts, merges, renames, answers = self._counts, self._merges, self._renames, self._answers
+        self._counts, self._merges, self._renames, self._answers = {}, {}, {}, {}
+        if counts or merges or renames or answers:
             conn = self._connection()
             if conn is not None:
                 try:
@@ -159,6 +181,12 @@ class HistoryCache:
                         conn.execute(
                             "DELETE FROM renames WHERE rowid NOT IN (SELECT rowid FROM renames ORDER BY rowid DESC LIMIT ?)",
                             (RENAME_HEADS,),
+                        )
+                    if answers:
+                        conn.executemany("INSERT OR REPLACE INTO answers VALUES (?, ?)", answers.items())
+                        conn.execute(
+                            "DELETE FROM answers WHERE rowid NOT IN (SELECT rowid FROM answers ORDER BY rowid DESC LIMIT ?)",
+                            (ANSWERS,),
                         )
                     conn.execute("COMMIT")
                 except sqlite3.Error as exc:

@@ -1,0 +1,136 @@
+"""What an ID the ledger does not hold names now, kept so that asking again reads one row.
+
+Resolving an old ID walks up to ``history.search_limit`` ledger commits and
+matches records by content (``renumbering.resolve``): seconds at 100k records.
+The answer depends only on HEAD, the ledger's bytes (its revision), this
+clone's journal of renumberings, the search limit, whether the clone is
+shallow and the ID asked, so it is stored in the history database
+(``history.cache``, table ``answers``) under a digest of all of them. A new
+commit, an append, a journal entry or a deepened clone gives another key: the
+stored answer is never consulted for a history it was not computed on.
+
+``key_for`` reads those facts from files (no pygit2, no parse of the ledger),
+so ``docket show`` can answer from the cache before Typer or the ledger
+snapshot is loaded; ``settle`` turns an answer into the current ID or the
+refusal, the one way for every caller.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from docket_git.errors import LedgerError, warn
+
+
+class Key:
+    """Where an answer is stored: the digest of what it depends on, and the parts a computing command checks."""
+
+    __slots__ = ("common", "digest", "head", "relpath")
+
+    def __init__(self, digest: str, common: Path, relpath: str, head: str) -> None:
+        self.digest, self.common, self.relpath, self.head = digest, common, relpath, head
+
+
+def _file_digest(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def key_for(start: Path, ledger: Path, ref: str) -> Key | None:
+    """The key of ref's answer for the ledger at ledger (in the repository holding start); None when none can be had."""
+    from docket_git.history.cache import common_dir
+    from docket_git.history.renumbering import search_limit
+    from docket_git.ledger import index
+    from docket_git.merging import journal
+    from docket_git.repo import gitio
+
+    dirs = gitio._git_dirs(start)
+    head = gitio.head_commit(start)
+    if dirs is None or not head:
+        return None
+    git_dir, _ = dirs
+    common = common_dir(git_dir)
+    root = git_dir.parent if git_dir.name == ".git" else None
+    if root is None:  # a linked work tree: its .git file sits in the work tree's root
+        for directory in (start.resolve(), *start.resolve().parents):
+            if (directory / ".git").is_file():
+                root = directory
+                break
+        else:
+            return None
+    try:
+        relpath = ledger.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return None
+    with index.opened(ledger) as ix:
+        revision = index.revision(ix)[0]
+    parts = {
+        "relpath": relpath,
+        "head": head,
+        "limit": search_limit(root),
+        "revision": revision,
+        "journal": _file_digest(journal.path_for(git_dir)),
+        "shallow": _file_digest(common / "shallow"),
+        "ref": ref,
+    }
+    digest = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+    return Key(digest, common, relpath, head)
+
+
+def lookup(key: Key) -> dict | None:
+    """The stored answer under key, or None."""
+    from docket_git.history.cache import HistoryCache, path_for
+
+    cache = HistoryCache(path_for(key.common))
+    try:
+        found = cache.answer(key.digest)
+    finally:
+        cache.close()
+    ok = isinstance(found, dict) and isinstance(found.get("found"), list) and isinstance(found.get("limit"), int)
+    return found if ok else None
+
+
+def answer(found: list, limit: int, shallow: bool) -> dict:
+    """An answer as stored: the resolutions (``renumbering.Resolution``), the search limit, the shallow flag."""
+    return {"found": [asdict(r) for r in found], "limit": limit, "shallow": shallow}
+
+
+def _shallow(shallow: bool) -> str:
+    return (
+        "; this clone is shallow, so older history is not here ('git fetch --unshallow' fetches it)" if shallow else ""
+    )
+
+
+def settle(ref: str, stored: dict) -> str:
+    """The current ID of ref from its answer (saying on stderr how history resolved it), or LedgerError naming why not."""
+    from docket_git.history.renumbering import Resolution, parse_ref
+
+    record_id, digest = parse_ref(ref)
+    found = [Resolution(**r) for r in stored["found"]]
+    limit, shallow = stored["limit"], bool(stored.get("shallow"))
+    if not found:
+        if digest is not None:
+            raise LedgerError(
+                f"no entry {ref}: no ledger version in the last {limit} commits that touched it "
+                f"has {record_id} with that digest{_shallow(shallow)}"
+            )
+        raise LedgerError(
+            f"no entry {record_id}, and no merge in the last {limit} ledger commits renumbered it{_shallow(shallow)}"
+        )
+    if len(found) > 1:
+        for res in found:
+            warn(res.describe())
+        raise LedgerError(
+            f"{record_id} was renumbered on several branches; name one with ID@DIGEST (the briefing header prints it)"
+        )
+    res = found[0]
+    if res.current is None:
+        raise LedgerError(res.describe())
+    if res.current != record_id or digest is not None:
+        warn(res.describe())
+    return res.current
