@@ -24,19 +24,23 @@ def _script(name: str) -> str:
 DOCKET = _script("docket")
 
 
-@pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """A process environment cut off from the user's git config, caches and agent variables."""
-    home = tmp_path / "home"
+_FOREIGN = ("DOCKET_", "CLAUDE_", "CODEX_", "GIT_")
+
+
+def _foreign(name: str) -> bool:
+    return name.startswith(_FOREIGN) or name in ("AI_AGENT", "SESSION_ID")
+
+
+def _isolated_values(root: Path) -> dict[str, str]:
+    """The variables that cut a process under root off from the user's git config, caches and agents."""
+    home = root / "home"
     home.mkdir()
-    for name in list(os.environ):
-        if name.startswith(("DOCKET_", "CLAUDE_", "CODEX_", "GIT_")) or name in ("AI_AGENT", "SESSION_ID"):
-            monkeypatch.delenv(name, raising=False)
-    values = {
+    (home / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n[user]\n\tname = Test\n\temail = t@example.com\n")
+    return {
         "HOME": str(home),
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_CACHE_HOME": str(root / "cache"),
+        "XDG_STATE_HOME": str(root / "state"),
+        "XDG_CONFIG_HOME": str(root / "config"),
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_CONFIG_GLOBAL": str(home / ".gitconfig"),
         "GIT_AUTHOR_NAME": "Test Author",
@@ -46,9 +50,16 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
         "DOCKET_AUTHOR": "tester",
         "PATH": str(Path(DOCKET).parent) + os.pathsep + os.environ.get("PATH", ""),
     }
-    for key, value in values.items():
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """A process environment cut off from the user's git config, caches and agent variables."""
+    for name in list(os.environ):
+        if _foreign(name):
+            monkeypatch.delenv(name, raising=False)
+    for key, value in _isolated_values(tmp_path).items():
         monkeypatch.setenv(key, value)
-    (home / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n[user]\n\tname = Test\n\temail = t@example.com\n")
     return dict(os.environ)
 
 
@@ -101,15 +112,29 @@ class Repo:
         return self.ledger.read_bytes()
 
 
-@pytest.fixture
-def repo(tmp_path: Path, env: dict[str, str]) -> Repo:
-    """An initialised git repository (no commits) with an empty docket ledger."""
-    path = tmp_path / "repo"
+@pytest.fixture(scope="session")
+def _initialised(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One repository after ``git init`` and ``docket init``, made once per worker; ``repo`` copies it.
+
+    What ``docket init`` writes is the same in every repository (its paths are the interpreter's, not the
+    repository's), so a copy is the repository the test would have made, at a copy's cost instead of
+    three processes'. Tests of ``docket init`` itself start from ``bare_repo``.
+    """
+    root = tmp_path_factory.mktemp("initialised")
+    env = {k: v for k, v in os.environ.items() if not _foreign(k)} | _isolated_values(root)
+    path = root / "repo"
     path.mkdir()
     subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True, env=env)
-    r = Repo(path, env)
-    r.ok("init")
-    return r
+    Repo(path, env).ok("init")
+    return path
+
+
+@pytest.fixture
+def repo(tmp_path: Path, env: dict[str, str], _initialised: Path) -> Repo:
+    """An initialised git repository (no commits) with an empty docket ledger (a copy of one ``docket init`` made)."""
+    path = tmp_path / "repo"
+    shutil.copytree(_initialised, path, symlinks=True)
+    return Repo(path, env)
 
 
 @pytest.fixture

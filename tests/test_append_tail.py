@@ -20,10 +20,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from docket_git.ledger import canonical, index, project, recording
+from tests.hypothesis_helpers import profile
 
 from .conftest import DOCKET, Repo, rec
 from .test_context_properties import ledgers
@@ -112,7 +113,7 @@ APPENDS = st.lists(
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@profile(10, 200)
 @given(records=ledgers(), ops=APPENDS, block=st.sampled_from([64, 300, 1 << 16]))
 def test_appends_leave_the_index_a_fresh_build_would_make(records: list[dict], ops: list, block: int) -> None:
     """Appends (single, batches, supersessions, answers) mixed with edits behind the index's back."""
@@ -250,7 +251,7 @@ def test_a_failed_write_leaves_the_ledger_byte_identical(repo: Repo, batch: bool
     repo.ok("check")
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@profile(15, 300)
 @given(records=ledgers(), keep=st.integers(0, 69), written=st.booleans())
 def test_the_effects_of_answers_read_from_the_index_are_the_projections(
     records: list[dict], keep: int, written: bool
@@ -270,7 +271,7 @@ def test_the_effects_of_answers_read_from_the_index_are_the_projections(
             assert index.effects(path, tail, dry_run=False) is None
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@profile(37, 750)
 @given(records=ledgers(), keep=st.integers(0, 69), written=st.booleans())
 def test_the_effects_of_supersessions_read_from_the_index_are_the_projections(
     records: list[dict], keep: int, written: bool

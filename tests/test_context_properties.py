@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from docket_git.context import compose_delta
 from docket_git.context.config import defaults
 from docket_git.ledger.project import project
+from tests.hypothesis_helpers import profile
 
 from .conftest import rec
 from .ctx import brief, indexed, snapshot
@@ -78,7 +79,7 @@ REQUESTS = st.fixed_dictionaries(
     },
 )
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = profile(37, 750)
 
 
 def current_ids(records: list[dict]) -> list[str]:

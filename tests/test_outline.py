@@ -9,7 +9,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from docket_git.context import outline as outline_module
@@ -17,6 +17,7 @@ from docket_git.context.config import defaults
 from docket_git.context.outline import Outline
 from docket_git.context.scope import matched_scopes
 from docket_git.ledger import canonical, index
+from tests.hypothesis_helpers import profile
 
 from .ctx import brief
 from .test_context_properties import REQUESTS, TEXT, WORDS, ledgers
@@ -162,7 +163,7 @@ def built(records: list[dict]) -> dict:
     return facts(Outline.build(records)) | {"query_tables": expected_tables(records)}
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@profile(15, 300)
 @given(
     records=ledgers(),
     steps=st.lists(st.tuples(st.integers(0, 70), st.booleans()), min_size=1, max_size=4),
@@ -219,7 +220,7 @@ def test_records_end_skips_trailing_blank_lines() -> None:
     assert index.records_end(b'{"a":1}\n{"b":', 8) == 8  # a torn line past the valid bytes
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@profile(15, 300)
 @given(records=ledgers(), at=st.integers(0, 69), bare=st.booleans(), budget=st.sampled_from([None, 600, 3000]))
 def test_since_from_the_outline_equals_the_full_delta(
     records: list[dict], at: int, bare: bool, budget: int | None
@@ -241,7 +242,7 @@ def test_since_from_the_outline_equals_the_full_delta(
         assert build_briefing(ledger=path, since=since, max_chars=budget).text == expected
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@profile(15, 300)
 @given(records=ledgers(), first=st.integers(0, 70), request=REQUESTS, at_once=st.booleans())
 def test_the_briefing_from_the_index_equals_one_composed_from_scratch(
     records: list[dict], first: int, request: dict, at_once: bool
@@ -270,7 +271,7 @@ def test_the_briefing_from_the_index_equals_one_composed_from_scratch(
 QUERIES = st.one_of(TEXT, st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join))
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@profile(30, 600)
 @given(records=ledgers(), query=QUERIES, odd=st.sampled_from(["", "Stra\u00dfe \u03a3\u0399\u03a3", "nul \x00 here"]))
 def test_query_points_from_the_haystack_column_equal_scoring_the_records(
     records: list[dict], query: str, odd: str
@@ -336,7 +337,7 @@ def scored(o: Outline, query: str, files: list[str], weights: dict, *, ranking_f
     return out
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@profile(25, 500)
 @given(
     records=ledgers(),
     query=QUERIES,

@@ -6,11 +6,12 @@ import contextlib
 import json
 from collections.abc import Iterator
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from docket_git.errors import LedgerError
 from docket_git.ledger import canonical, index, model, store
+from tests.hypothesis_helpers import profile
 
 from .conftest import rec
 from .test_context_properties import ledgers
@@ -41,7 +42,7 @@ def outcome(parse, *args) -> tuple:
 FAULTS = ("duplicate", "unknown", "retired-twice", "lower-id", "none")
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@profile(20, 400)
 @given(
     records=ledgers(),
     keep=st.integers(0, 70),

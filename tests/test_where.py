@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from docket_git.context import where
 from docket_git.errors import UsageError
 from docket_git.ledger import canonical, pretty, project, validate
+from tests.hypothesis_helpers import profile
 
 from .conftest import DOCKET, Repo, rec
 from .test_context_properties import ledgers
@@ -145,7 +146,7 @@ JSON = st.recursive(
 )
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@profile(100, 2000)
 @given(values=st.lists(JSON, max_size=6))
 def test_the_fast_writer_is_byte_identical_to_json_dumps(values: list) -> None:
     expected = json.dumps(values, indent=2, ensure_ascii=False)
@@ -171,7 +172,7 @@ def test_the_fast_writer_on_a_record_shape_and_keys_that_are_not_strings() -> No
         assert pretty.encode(value) == json.dumps(value, indent=2, ensure_ascii=False)
 
 
-@settings(max_examples=100, deadline=None)
+@profile(25, 500)
 @given(record=st.builds(lambda rid, text: rec(rid, text), st.sampled_from(["c1", "d2", "q3"]), st.text(min_size=1)))
 def test_the_fast_writer_matches_on_records(record: dict) -> None:
     assert pretty.encode([record]) == json.dumps([record], indent=2, ensure_ascii=False)
@@ -208,7 +209,7 @@ def _decoded(values: list) -> tuple[list, bool]:
     return json.loads(text, parse_float=note, parse_constant=note), not floats
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@profile(100, 2000)
 @given(slices=st.lists(st.lists(JSON, max_size=4), max_size=4))
 def test_the_slice_writer_is_byte_identical_to_json_dumps(slices: list[list]) -> None:
     decoded = [_decoded(items) for items in slices]
