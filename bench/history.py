@@ -195,12 +195,16 @@ def top_up(repo: Path, total: int) -> int:
         top += 1
         kind = ("claim", "decision", "question", "claim")[top % 4]
         fields = {"rationale": f"Bulk record {n}; see the incident review of week {top % 52}"}
-        lines.append(canonical.line(make(top, kind, f"main record {top}: retries and idempotency keys", "main", ts, **fields)))
+        lines.append(
+            canonical.line(make(top, kind, f"main record {top}: retries and idempotency keys", "main", ts, **fields))
+        )
     path.write_bytes(data + b"".join(lines))
     env = {**os.environ, "GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.com"}
     env.update(GIT_COMMITTER_NAME="Bench", GIT_COMMITTER_EMAIL="bench@example.com")
     subprocess.run(["git", "add", LEDGER], cwd=repo, check=True, env=env)
-    subprocess.run(["git", "commit", "-q", "-m", f"main: grow the ledger to {total} records"], cwd=repo, check=True, env=env)
+    subprocess.run(
+        ["git", "commit", "-q", "-m", f"main: grow the ledger to {total} records"], cwd=repo, check=True, env=env
+    )
     return total
 
 
