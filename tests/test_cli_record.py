@@ -115,7 +115,9 @@ def test_hints_go_to_stderr(repo: Repo) -> None:
     assert "docket: d1 recorded without --alternative: name what the choice beat" in result.err
     assert "docket: d1 recorded without --rationale" in result.err
     assert "docket: d1 recorded without --cost" in result.err
-    quiet = repo.ok("claim", "Fine", "--scope", "a.py", "--rationale", "why", "--cost", "little")
+    (repo.path / "src").mkdir()
+    (repo.path / "src/a.py").write_text("")
+    quiet = repo.ok("claim", "Fine", "--scope", "src/a.py", "--rationale", "why", "--cost", "little")
     assert quiet.err == ""
 
 

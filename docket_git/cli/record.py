@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
+import subprocess
 import sys
 from pathlib import Path
 
@@ -154,9 +156,13 @@ def execute(kind: str, text: str, opts: dict[str, Any]) -> None:
     )
     path = store.locate(Path.cwd())
     root = path.parent.parent
-    scopes = [recording.normalize_scope(s, root) for s in fields.pop("scope", None) or []]
+    here = Path.cwd()
+    scopes = [_scope(s, root, here) for s in fields.pop("scope", None) or []]
     fields["scope"] = list(dict.fromkeys(scopes))
-    for hint in path_like_components(fields["scope"], root, batch=False):
+    hints = path_like_components(fields["scope"], root, batch=False, here=here)
+    if not hints and fields["scope"] and _hints_wanted():
+        hints = unmatched_scopes(fields["scope"], root, path)
+    for hint in hints:
         warn(hint)
     fields["evidence"] = [recording.parse_evidence(e) for e in fields.pop("evidence", None) or []]
     author, unknown = recording.detect_author(path.parent)
@@ -220,17 +226,129 @@ def explain_effects(path: Path, records: list[dict], *, dry_run: bool) -> None:
         warn(line)
 
 
-def path_like_components(scopes: list[str], root: Path, *, batch: bool) -> list[str]:
-    """Advice for component scopes (no slash, no glob) that name a file or directory at the root.
+def _below(here: Path, root: Path) -> str:
+    """Where ``here`` is under ``root``, as a root-relative POSIX path ("" at the root or outside it)."""
+    try:
+        rel = here.resolve().relative_to(root.resolve()).as_posix()
+    except (OSError, ValueError):
+        return ""
+    return "" if rel == "." else rel
+
+
+def from_here(scope: str, root: Path, here: Path) -> str:
+    """A ``--scope`` path read from the current directory, as git reads a pathspec.
+
+    A relative path, ``dir/`` or glob given in ``src/pay`` names ``src/pay/...``
+    (``./api.py`` is ``src/pay/api.py``, ``../x/`` is ``src/x/``); a component
+    name (no ``/``, no glob character) and an absolute path are left as they
+    are. ``recording.normalize_scope`` then makes the result root-relative.
+    """
+    value = scope.strip().replace("\\", "/")
+    if not value or os.path.isabs(value) or ("/" not in value and not set("*?[]") & set(value)):
+        return scope
+    below = _below(here, root)
+    return posixpath.join(below, value) if below else scope
+
+
+def _scope(scope: str, root: Path, here: Path) -> str:
+    """One ``--scope`` value read from ``here``, stored root-relative; a refusal names the value as typed."""
+    joined = from_here(scope, root, here)
+    try:
+        return recording.normalize_scope(joined, root)
+    except UsageError:
+        if joined == scope:
+            raise
+        raise UsageError(
+            f"--scope {scope} points outside the repository (read from {_below(here, root)}/, as git reads paths);"
+            " use a path inside it"
+        ) from None
+
+
+def _known_components(ledger: Path) -> set[str]:
+    """The component names the ledger's records already use (empty when it cannot be read)."""
+    if not ledger.exists():
+        return set()
+    try:
+        found = index.open_index(ledger)
+    except Exception:  # advice only: a ledger that cannot be read is reported by the command itself
+        return set()
+    try:
+        rows = found.conn.execute("SELECT DISTINCT scope FROM scopes WHERE kind = 'component'").fetchall()
+        return {row[0].casefold() for row in rows}
+    except Exception:
+        return set()
+    finally:
+        found.close()
+
+
+def _tracked(root: Path) -> list[str] | None:
+    """The repository's tracked paths, casefolded (None when git cannot list them)."""
+    try:
+        proc = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0:
+        return None
+    return [p.decode("utf-8", "surrogateescape").casefold() for p in proc.stdout.split(b"\0") if p]
+
+
+def unmatched_scopes(scopes: list[str], root: Path, ledger: Path) -> list[str]:
+    """One hint for each scope that names no path here and no component another record uses.
+
+    A file or directory on disk matches without asking git; only a glob
+    (or a path not on disk) lists the tracked files, and only a component
+    name reads the ledger, so a plain ``--scope src/app.py`` costs a stat.
+    """
+    from docket_git.context.scope import GLOB_CHARS, is_component, strength
+
+    out: list[str] = []
+    tracked: list[str] | None = None
+    known: set[str] | None = None
+    weights = {"scope_exact": 3, "scope_glob": 2, "scope_prefix": 1}
+    for scope in scopes:
+        if scope in (".", "./"):
+            continue
+        if is_component(scope):
+            if known is None:
+                known = _known_components(ledger)
+            if scope.casefold() not in known:
+                out.append(
+                    f"--scope {scope!r} is a component name no record uses yet, and it names no file:"
+                    " it matches query text only (write a path, ./NAME or dir/, to scope files)"
+                )
+            continue
+        if not GLOB_CHARS & set(scope) and os.path.lexists(root / scope):
+            continue
+        if tracked is None:
+            tracked = _tracked(root)
+        if tracked is None or strength(tracked, scope.casefold(), weights):
+            continue
+        out.append(f"--scope {scope!r} matches no tracked path (paths are read from the current directory)")
+    return out
+
+
+def path_like_components(scopes: list[str], root: Path, *, batch: bool, here: Path | None = None) -> list[str]:
+    """Advice for component scopes (no slash, no glob) that name a file or directory here or at the root.
 
     A component matches query text, never a file (the seed's rule), so
-    ``--scope a.py`` would never reach ``docket context --file a.py``.
+    ``--scope a.py`` would never reach ``docket context --file a.py``. In a
+    subdirectory the path spelling is ``./a.py`` (read from there).
     """
     out = []
+    below = _below(here, root) if here is not None else ""
+    flag = '"scope"' if batch else "--scope"
     for scope in scopes:
-        if "/" in scope or set("*?[]") & set(scope) or not os.path.lexists(root / scope):
+        if "/" in scope or set("*?[]") & set(scope):
             continue
-        flag = '"scope"' if batch else "--scope"
+        if below and here is not None and os.path.lexists(here / scope):
+            spelling = f"./{scope}/" if (here / scope).is_dir() else f"./{scope}"
+            out.append(
+                f"{flag} {scope!r} is a component name, which matches query text only, though {scope} exists"
+                f" in {below}/; to scope the path, write {spelling!r}"
+            )
+            continue
+        if not os.path.lexists(root / scope):
+            continue
         if (root / scope).is_dir():
             spelling = f"{scope}/"
         elif scope[0] not in "!^":
