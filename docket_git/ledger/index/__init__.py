@@ -1,0 +1,137 @@
+"""The ledger index: one disposable SQLite database per ledger that every reader shares.
+
+The JSONL file in git stays the only source of truth. The index lives in the
+user cache directory (placed, locked and opened through ``ledger.db``, the
+layer typed ledgers' projections share) and records what it was built from:
+the file's size, mtime, ctime and inode, the length of the bytes it holds, a
+digest of their last block, and digest checkpoints along the file.
+
+``open_index`` proves it current before anyone reads it:
+
+* an equal stat and an equal digest of the last block prove it in O(1)
+  (ctime changes on every write, and ``os.utime`` cannot set it back);
+* otherwise, under the ledger's shared lock, the checkpoints are compared
+  block by block and only the lines past the last shared checkpoint are
+  validated (``store.parse``, against the records the index holds) and
+  indexed again: an append by another tool, a branch switch, a rebase's
+  rewritten tail;
+* a missing, corrupt, locked-out or foreign-version database, or one that
+  would have to validate more than ``UPDATE_LIMIT`` new bytes, is built
+  afresh silently: in a temporary file without a journal, one validated
+  slice at a time (``store.validated``: a line as docket writes it proven
+  by one regular expression, other clean lines by the C scanner and
+  ``quick_accept``, any doubt left to the exact per-line path), then
+  renamed into place; a cache directory that cannot be written degrades to an in-memory
+  index with one notice.
+
+So the index is also the ledger's validated prefix: ``append`` validates new
+records against it (``known``), reading and writing only the file's tail when
+the index proves it holds the whole file (``_append_tail``); ``parse``
+validates other bytes that share a prefix with the ledger (a staged blob, a
+rebase result) only past that prefix; and ``read`` hands full snapshots to
+the commands that need every record. Locks are always taken in one order, the ledger's before the index's.
+
+Derived state (retired, resolved, applicable, blocked_by, resolved_by) is
+computed by ``ledger.project``, the same code every other reader uses:
+an append that supersedes nothing settles only its own records; anything
+else re-derives from the stored structural columns (no JSON decoding of the
+old lines) and rewrites only the rows whose state changed.
+
+The schema is documented in docs/sql.md (``docket sql --schema`` prints it).
+
+The package, one module per job (imports run down this list):
+
+* ``schema``: the tables, the constants the proof rests on, a record's rows;
+* ``handle``: ``Index``, and the validation index backed by SQL (``known``);
+* ``proof``: the currency proof, the checkpoints and the meta rows;
+* ``build``: the cold build, in a temporary file renamed into place;
+* ``settle``: new records' derived state settled against the indexed rows;
+* ``incremental``: ``update``, past the prefix the index still shares;
+* ``opening``: ``open_index``, ``held``, and builds deferred past a hook's answer;
+* ``query``: a briefing's query matched and scored in SQL;
+* ``lines``: records read back by offset, snapshots, ``parse``, the revision;
+* ``consequences``: what an append changes for earlier records;
+* ``appending``: ``append``.
+
+Code outside the package uses the names below and nothing else.
+"""
+
+from __future__ import annotations
+
+from docket_git.ledger.index.handle import Index
+from docket_git.ledger.index.lines import (
+    ledger_bytes,
+    parse,
+    prefix_digest,
+    read,
+    records_end,
+    records_in_slices,
+    records_of,
+    revision,
+    texts,
+)
+from docket_git.ledger.index.opening import build_later, finish_later, first_use, held, open_index, opened
+from docket_git.ledger.index.query import (
+    MAX_TERMS,
+    derived_for,
+    mask_points,
+    match_query,
+    nul_haystack,
+    query_needles,
+    temp_name,
+    text_points,
+)
+from docket_git.ledger.index.schema import SCHEMA, TABLE_NAMES, TAIL, db_path, scope_kind
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a few ms of every start)
+
+if TYPE_CHECKING:
+    from docket_git.ledger.index.appending import append
+    from docket_git.ledger.index.consequences import effects
+
+#: Names whose module loads on first use: a session hook reads, and never appends.
+_LAZY = {"append": "appending", "effects": "consequences"}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(__import__(f"{__name__}.{module}", fromlist=[name]), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "MAX_TERMS",
+    "SCHEMA",
+    "TABLE_NAMES",
+    "TAIL",
+    "Index",
+    "append",
+    "build_later",
+    "db_path",
+    "derived_for",
+    "effects",
+    "finish_later",
+    "first_use",
+    "held",
+    "ledger_bytes",
+    "mask_points",
+    "match_query",
+    "nul_haystack",
+    "open_index",
+    "opened",
+    "parse",
+    "prefix_digest",
+    "query_needles",
+    "read",
+    "records_end",
+    "records_in_slices",
+    "records_of",
+    "revision",
+    "scope_kind",
+    "temp_name",
+    "text_points",
+    "texts",
+]
