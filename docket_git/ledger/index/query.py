@@ -1,9 +1,12 @@
-"""A briefing's query matched and scored in SQL, and the projection facts of chosen records."""
+"""Queries over the index for readers outside it: a briefing's query matched and scored in SQL, the projection
+facts of chosen records, and the filters of ``list``, ``--where`` and ``show``.
+"""
 
 from __future__ import annotations
 
 import itertools
 import sqlite3
+from collections.abc import Iterable
 
 from docket_git.ledger import project
 
@@ -172,3 +175,53 @@ def derived_for(conn: sqlite3.Connection, ids: list[str]) -> project.Derived:
         if question in wanted:
             derived.resolved_by.setdefault(question, []).append(resolver)
     return derived
+
+
+# -- filters: ``list``, ``--where``, ``show`` -------------------------------------------------------------
+
+
+def matching_rows(
+    conn: sqlite3.Connection, condition: str, params: Iterable, *, current: bool, spans: bool = False
+) -> list[tuple]:
+    """(ID,) of the records a SQL condition on ``records``' columns accepts, in file order; ``spans``: with
+    each line's (offset, length). ``current``: only the records no record supersedes."""
+    keep = " AND retired_by = ''" if current else ""
+    columns = "id, line_offset, line_length" if spans else "id"
+    return conn.execute(f"SELECT {columns} FROM records WHERE ({condition}){keep} ORDER BY seq", params).fetchall()
+
+
+#: A ``--where`` condition: the record carries a scope that ``docket_covers`` says covers the parameter.
+SCOPE_COVERS = "(id IN (SELECT record FROM scopes WHERE docket_covers(scope, ?)))"
+
+
+def named_by_open_questions(author: str) -> str:
+    """A ``--where`` condition: a current claim or decision an open question by ``author`` names (``docket_ids``)."""
+    return (
+        "(kind != 'question' AND retired_by = '' AND id IN (SELECT j.value FROM records q,"
+        " json_each(docket_ids(q.text)) j WHERE q.kind = 'question' AND q.state = 'open'"
+        f" AND q.retired_by = '' AND q.author = '{author}'))"
+    )
+
+
+def component_scopes(conn: sqlite3.Connection) -> list[str]:
+    """The distinct scopes recorded as component names (no ``/`` nor glob character)."""
+    return [scope for (scope,) in conn.execute("SELECT DISTINCT scope FROM scopes WHERE kind = 'component'")]
+
+
+def line_facts(conn: sqlite3.Connection, rid: str) -> tuple[int, int, str, str, str] | None:
+    """(line offset, line length, line digest, kind, retired_by) of a record (None: no such record)."""
+    return conn.execute(
+        "SELECT line_offset, line_length, line_digest, kind, retired_by FROM records WHERE id = ?", (rid,)
+    ).fetchone()
+
+
+def blockers(conn: sqlite3.Connection, rid: str) -> list[str]:
+    """A decision's blocked_by, through the per-decision index."""
+    sql = "SELECT blocker FROM blocked_by WHERE decision = ? ORDER BY rowid"
+    return [blocker for (blocker,) in conn.execute(sql, (rid,))]
+
+
+def resolvers(conn: sqlite3.Connection, rid: str) -> list[str]:
+    """A question's resolved_by, through the per-question index."""
+    sql = "SELECT resolver FROM resolved_by WHERE question = ? ORDER BY rowid"
+    return [resolver for (resolver,) in conn.execute(sql, (rid,))]
