@@ -344,8 +344,11 @@ def test_the_tour_s_typed_ledger_is_declared_and_the_hint_names_the_type(repo: R
     declare = next(line for line in readme.splitlines() if "[ledgers.repos]" in line)
     import subprocess
 
-    subprocess.run(declare.split("  #")[0], shell=True, cwd=repo.path, check=True)
+    subprocess.run(declare.removeprefix("$ ").split("  #")[0], shell=True, cwd=repo.path, check=True)
     repo.ok("ledger", "map-put", "repos", "api", '{"stars": 3}')
     assert "Not yet: `--where`" not in (_DOCS / "graph.md").read_text()
-    assert "--create-dir)" in (_DOCS / "sessions.md").read_text()
+    # The README tour and sessions.md's first example run in tests/test_docs_examples.py.
+    for page in (_DOCS.parent / "README.md", _DOCS / "sessions.md"):
+        assert "<!-- examples: run -->" in page.read_text()
+    assert "--create-dir" in (_DOCS / "sessions.md").read_text()
     assert repo.docket("session", "load-last", "--project", "billing").code == 1  # as the page now says
