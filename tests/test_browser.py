@@ -357,12 +357,13 @@ def contrast(a: str, b: str) -> float:
 
 
 def test_state_colours_pass_the_wcag_contrast_check() -> None:
-    from docket_git.graph import page
+    from docket_git.graph import export, page
 
     text = page.template()
     colours = dict(re.findall(r'(\w+): "(#[0-9a-f]{6})"', text.split("var COLOURS = {", 1)[1].split("};", 1)[0]))
     ink = dict(re.findall(r'(\w+): "(#[0-9a-f]{6})"', text.split("var INK = {", 1)[1].split("};", 1)[0]))
     assert set(colours) == {"unassessed", "accepted", "disputed", "rejected", "adopted", "revoked", "open", "resolved"}
+    assert (colours, ink) == (export.STATE_COLOURS, export.STATE_INK)  # mermaid and dot fill as the page does
     for state, fill in colours.items():
         assert contrast(fill, ink.get(state, "#111827")) >= 4.5, state  # AA for the record's text
     # The two greys are told apart by lightness alone (WCAG's 3:1 for graphics), not by a hue.
