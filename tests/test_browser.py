@@ -246,11 +246,13 @@ MEASURE = """(() => {
   const seen = r => r.width > 0 && r.right > c.left && r.left < c.right && r.bottom > c.top && r.top < c.bottom;
   const box = r => [r.left, r.top, r.right, r.bottom];
   const texts = Array.from(document.querySelectorAll('#viewport text'))
-    .filter(t => getComputedStyle(t).display !== 'none')
-    .map(t => ({r: t.getBoundingClientRect(), text: t.textContent, cls: t.getAttribute('class') || ''}))
+    .filter(t => getComputedStyle(t).display !== 'none' && getComputedStyle(t).visibility !== 'hidden')
+    .map(t => ({r: t.getBoundingClientRect(), text: t.textContent, cls: t.getAttribute('class') || '',
+                shape: t.closest('.node') && t.closest('.node').querySelector('.shape').getBoundingClientRect()}))
     .filter(t => seen(t.r));
+  const inside = (r, s) => !s || (r.left >= s.left && r.right <= s.right && r.top >= s.top && r.bottom <= s.bottom);
   return {
-    labels: texts.map(t => ({box: box(t.r), text: t.text, cls: t.cls})),
+    labels: texts.map(t => ({box: box(t.r), text: t.text, cls: t.cls, inside: inside(t.r, t.shape)})),
     shapes: Array.from(document.querySelectorAll('#nodes .shape')).map(s => box(s.getBoundingClientRect())),
     zoom: window.docketGraph.transform().k,
   };
@@ -272,6 +274,8 @@ def assert_readable(browser: Browser) -> dict:
     edge_labels = [x for x in labels if x["cls"] == "edge-label"]
     under = [x["text"] for x in edge_labels if any(_overlap(x["box"], s) for s in seen["shapes"])]
     assert under == [], under[:5]
+    spilled = [x["text"] for x in labels if not x["inside"]]
+    assert spilled == [], spilled[:5]  # a record's text stays inside its shape
     assert seen["zoom"] >= 0.9
     assert min(x["box"][3] - x["box"][1] for x in labels) >= 9, "text too small to read"
     return seen
@@ -327,7 +331,12 @@ def test_two_thousand_records_open_on_a_readable_neighbourhood(repo: Repo, brows
     assert browser.evaluate("document.getElementById('scope').value") == "src/billing/"
     assert browser.evaluate("document.querySelector('input[name=kind][value=claim]').checked") is False
     assert_readable(browser)
-    # The hash changes the view in place too, and a selection in it opens the record.
+    # The hash changes the view in place too, even from a view zoomed out past reading (text hidden).
+    browser.click_selector("#more")
+    browser.click_selector("#fit")
+    for _ in range(4):
+        browser.click_selector("#zoom-out")
+    assert browser.evaluate("window.docketGraph.transform().k") < 0.3
     browser.evaluate("location.hash = '#kind=claim&state=disputed'")
     browser.evaluate("new Promise(r => setTimeout(r, 100))")
     ids = drawn(browser)
