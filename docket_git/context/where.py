@@ -5,6 +5,7 @@
     kind:decision state:open      fields (below); the same field twice ORs, different fields AND
     -kind:claim  -redis           a leading - negates a term
     scope:src/billing/cache.py    records whose scope covers the path (exact, directory, glob)
+    scope:src/billing/            ... and, for a directory, records scoped anywhere under it
     after:2026-01-01 before:2026-02-01   recorded strictly after / before that day
     is:blocked|retired|pinned|resolved|open|conflict|contested
 
@@ -201,7 +202,11 @@ def _same(value: str | None, wanted: str) -> bool:
 
 
 def _covers(scope: str, path: str) -> bool:
-    return scopes.strength([path], scopes.normalize(scope), _COVER_WEIGHTS) > 0
+    scope = scopes.normalize(scope)
+    # ``scope:DIR/`` also selects what is scoped under DIR (its files, subdirectories and globs).
+    if path.endswith("/") and scope.startswith(path):
+        return True
+    return scopes.strength([path], scope, _COVER_WEIGHTS) > 0
 
 
 def _ids(text: str | None) -> str:
