@@ -138,11 +138,11 @@ def repo(tmp_path: Path, env: dict[str, str], _initialised: Path) -> Repo:
 
 
 @pytest.fixture
-def bare_repo(tmp_path: Path, env: dict[str, str]) -> Repo:
-    """A git repository without a ledger."""
-    path = tmp_path / "plain"
-    path.mkdir()
-    subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True, env=env)
+def bare_repo(env: dict[str, str], git_repo) -> Repo:
+    """A git repository without a ledger: pytest-git's ``git_repo`` (``git init`` in its own workspace,
+    after ``env`` has isolated git's config, so the branch is ``main``)."""
+    path = Path(git_repo.workspace)
+    assert (path / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n", "git_repo ran before env"
     return Repo(path, env)
 
 

@@ -117,8 +117,8 @@ APPENDS = st.lists(
 @given(records=ledgers(), ops=APPENDS, block=st.sampled_from([64, 300, 1 << 16]))
 def test_appends_leave_the_index_a_fresh_build_would_make(records: list[dict], ops: list, block: int) -> None:
     """Appends (single, batches, supersessions, answers) mixed with edits behind the index's back."""
-    old_block = index.BLOCK
-    index.BLOCK = block  # small blocks: the append's tail starts at a checkpoint well inside the file
+    old_block = index.schema.BLOCK
+    index.schema.BLOCK = block  # small blocks: the append's tail starts at a checkpoint well inside the file
     try:
         with cache_home() as tmp:
             path = ledger_in(tmp, encode(records))
@@ -160,7 +160,7 @@ def test_appends_leave_the_index_a_fresh_build_would_make(records: list[dict], o
                 if op in ("append", "supersede", "answer") and path.stat().st_size > size:
                     assert path.read_bytes().endswith(b"\n")
     finally:
-        index.BLOCK = old_block
+        index.schema.BLOCK = old_block
 
 
 def test_an_append_after_a_final_line_without_newline_writes_the_newline(repo: Repo) -> None:

@@ -120,9 +120,9 @@ def test_page_examples_print_what_the_page_shows(page: Path, tmp_path: Path, env
     assert not failures, "\n".join(failures)
 
 
-def test_the_quickstart_graph_and_docket_pages_are_checked() -> None:
+def test_the_readme_quickstart_graph_sessions_and_docket_pages_are_checked() -> None:
     names = {p.name for p in marked_pages()}
-    assert {"quickstart.md", "coming-from-docket.md", "graph.md"} <= names
+    assert {"README.md", "quickstart.md", "coming-from-docket.md", "graph.md", "sessions.md"} <= names
 
 
 def test_the_matcher_can_fail() -> None:

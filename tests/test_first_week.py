@@ -344,8 +344,38 @@ def test_the_tour_s_typed_ledger_is_declared_and_the_hint_names_the_type(repo: R
     declare = next(line for line in readme.splitlines() if "[ledgers.repos]" in line)
     import subprocess
 
-    subprocess.run(declare.split("  #")[0], shell=True, cwd=repo.path, check=True)
+    subprocess.run(declare.removeprefix("$ ").split("  #")[0], shell=True, cwd=repo.path, check=True)
     repo.ok("ledger", "map-put", "repos", "api", '{"stars": 3}')
     assert "Not yet: `--where`" not in (_DOCS / "graph.md").read_text()
-    assert "--create-dir)" in (_DOCS / "sessions.md").read_text()
+    # The README tour and sessions.md's first example run in tests/test_docs_examples.py.
+    for page in (_DOCS.parent / "README.md", _DOCS / "sessions.md"):
+        assert "<!-- examples: run -->" in page.read_text()
+    assert "--create-dir" in (_DOCS / "sessions.md").read_text()
     assert repo.docket("session", "load-last", "--project", "billing").code == 1  # as the page now says
+
+
+# -- 14: `scope:DIR/` selects what is scoped under DIR, as a user reads it ------------------------------------
+
+
+def test_where_scope_dir_selects_records_scoped_under_it_in_list_and_export(repo: Repo) -> None:
+    for sub in ("src/billing/cache", "src/billing2", "src/pay"):
+        (repo.path / sub).mkdir(parents=True)
+    for text, scope in [
+        ("a file inside", "src/billing/cache.py"),  # c1: under DIR
+        ("a subdirectory", "src/billing/cache/"),  # c2: under DIR
+        ("the directory itself", "src/billing/"),  # c3
+        ("a directory above", "src/"),  # c4: covers DIR, as before
+        ("a glob inside", "src/billing/*.py"),  # c5: under DIR
+        ("a sibling with a longer name", "src/billing2/x.py"),  # c6: not under DIR
+        ("elsewhere", "src/pay/api.py"),  # c7
+        ("a component", "billing"),  # c8: a name, never a path
+    ]:
+        repo.ok("claim", text, "--scope", scope, "--rationale", "r", "--cost", "c")
+    listed = repo.ok("list", "--where", "scope:src/billing/", "--json").json()
+    assert [r["id"] for r in listed] == ["c1", "c2", "c3", "c4", "c5"]
+    exported = repo.ok("export", "--format", "json", "--where", "scope:src/billing/").json()
+    assert [e["id"] for e in exported["entries"]] == ["c1", "c2", "c3", "c4", "c5"]
+    # A path without the trailing / still means that path: the records covering it, as before.
+    covering = repo.ok("list", "--where", "scope:src/billing/cache.py", "--json").json()
+    assert [r["id"] for r in covering] == ["c1", "c3", "c4", "c5"]
+    assert [r["id"] for r in repo.ok("list", "--where", "-scope:src/billing/", "--json").json()] == ["c6", "c7", "c8"]

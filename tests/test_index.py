@@ -168,8 +168,8 @@ def test_index_settles_only_what_a_tail_rewrite_changes_and_still_equals_a_fresh
 
 
 def run_edits(records: list[dict], first: int, edits: list[tuple[str, int]], block: int) -> None:
-    old_block = index.BLOCK
-    index.BLOCK = block  # small blocks: many checkpoints, so tail rewrites keep a shared prefix
+    old_block = index.schema.BLOCK
+    index.schema.BLOCK = block  # small blocks: many checkpoints, so tail rewrites keep a shared prefix
     try:
         with cache_home() as tmp:
             path = tmp / "repo" / ".docket" / "ledger.jsonl"
@@ -212,7 +212,7 @@ def run_edits(records: list[dict], first: int, edits: list[tuple[str, int]], blo
                 check(path, shown)
             assert not any("in-memory" in m for m in _notices)
     finally:
-        index.BLOCK = old_block
+        index.schema.BLOCK = old_block
 
 
 def test_a_tail_rewrite_reindexes_only_past_the_shared_checkpoint(tmp_path: Path, monkeypatch) -> None:
@@ -351,7 +351,7 @@ def test_a_cache_dir_that_cannot_be_written_gives_an_in_memory_index(tmp_path: P
 
 def test_an_update_past_the_limit_builds_afresh_in_a_temporary_file(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setattr(index, "BLOCK", 512)
+    monkeypatch.setattr(index.schema, "BLOCK", 512)
     path = tmp_path / "repo" / ".docket" / "ledger.jsonl"
     path.parent.mkdir(parents=True)
     records = [rec(f"c{i}", f"premise number {i} " + "x" * 200, state="accepted") for i in range(1, 41)]
@@ -362,7 +362,7 @@ def test_an_update_past_the_limit_builds_afresh_in_a_temporary_file(tmp_path: Pa
     path.write_bytes(encode(records[:30]))
     assert index.open_index(path).how == "updated"  # in place: the same file
     assert os.stat(target).st_ino == first
-    monkeypatch.setattr(index, "UPDATE_LIMIT", 1000)
+    monkeypatch.setattr(index.incremental, "UPDATE_LIMIT", 1000)
     path.write_bytes(encode(records))
     ix = index.open_index(path)
     assert ix.how == "rebuilt" and ix.path == target

@@ -153,7 +153,7 @@ def expected_tables(records: list[dict]) -> dict:
     """``query_tables`` as the records say."""
     pos = {r["id"]: i for i, r in enumerate(records)}
     return {
-        "haystacks": [(i, index._haystack(r)) for i, r in enumerate(records)],
+        "haystacks": [(i, index.schema._haystack(r)) for i, r in enumerate(records)],
         "prerequisites": sorted((i, pos[t]) for i, r in enumerate(records) for t in r.get("depends_on") or ()),
     }
 
@@ -366,7 +366,7 @@ def test_a_query_ranked_in_the_index_equals_the_reference_scoring(
         with index.opened(path) as ix, eager(False):
             got = scored(Outline.from_index(ix), query, files, w, ranking_first=ranking_first)
     current = {v["id"] for v in project(records) if not v["retired_by"]}
-    nul = "\x00" in query or any(index._haystack(r) is None for r in records if r["id"] in current)
+    nul = "\x00" in query or any(index.schema._haystack(r) is None for r in records if r["id"] in current)
     assert got.pop("in_sql") == (
         not nul and bool(query.split()) and len(set(query.casefold().split())) <= index.MAX_TERMS
     )

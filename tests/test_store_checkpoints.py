@@ -21,11 +21,11 @@ from .test_outline import cache_home, ledger_in
 @contextlib.contextmanager
 def small_blocks() -> Iterator[None]:
     """Checkpoints every few hundred bytes, so small generated ledgers have many of them."""
-    old, index.BLOCK = index.BLOCK, 300
+    old, index.schema.BLOCK = index.schema.BLOCK, 300
     try:
         yield
     finally:
-        index.BLOCK = old
+        index.schema.BLOCK = old
 
 
 def outcome(parse, *args) -> tuple:

@@ -94,9 +94,8 @@ def views(
             # The plain listing needs none of the query language: importing ``docket_git.context``
             # (the briefing, through the package) would cost more than the query itself.
             ix.conn.create_function("docket_has", 2, _has, deterministic=True)
-            keep = "" if superseded else " AND retired_by = ''"
-            sql = f"SELECT id, line_offset, line_length FROM records WHERE ({' AND '.join(conditions) or '1'}){keep}"
-            rows = ix.conn.execute(sql + " ORDER BY seq", params).fetchall()
+            condition = " AND ".join(conditions) or "1"
+            rows = index.matching_rows(ix.conn, condition, params, current=not superseded, spans=True)
             ids = [row[0] for row in rows]
             spans = [row[1:] for row in rows]
         else:

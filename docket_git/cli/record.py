@@ -273,8 +273,7 @@ def _known_components(ledger: Path) -> set[str]:
     except Exception:  # advice only: a ledger that cannot be read is reported by the command itself
         return set()
     try:
-        rows = found.conn.execute("SELECT DISTINCT scope FROM scopes WHERE kind = 'component'").fetchall()
-        return {row[0].casefold() for row in rows}
+        return {scope.casefold() for scope in index.component_scopes(found.conn)}
     except Exception:
         return set()
     finally:

@@ -54,9 +54,7 @@ def from_index(record_id: str, *, as_json: bool) -> bool:
     if not model.is_id(plain):
         return False
     with index.opened(path) as ix:
-        row = ix.conn.execute(
-            "SELECT line_offset, line_length, line_digest, kind, retired_by FROM records WHERE id = ?", (plain,)
-        ).fetchone()
+        row = index.line_facts(ix.conn, plain)
         if row is None:
             return False
         offset, length, _, kind, retired_by = row
@@ -106,11 +104,9 @@ def _derived(conn: Any, rid: str, kind: str, retired_by: str) -> project.Derived
     if retired_by:
         derived.retired_by[rid] = retired_by
     if kind == "decision":
-        sql = "SELECT blocker FROM blocked_by WHERE decision = ? ORDER BY rowid"
-        derived.blocked[rid] = [blocker for (blocker,) in conn.execute(sql, (rid,))]
+        derived.blocked[rid] = index.blockers(conn, rid)
     elif kind == "question":
-        sql = "SELECT resolver FROM resolved_by WHERE question = ? ORDER BY rowid"
-        resolvers = [resolver for (resolver,) in conn.execute(sql, (rid,))]
+        resolvers = index.resolvers(conn, rid)
         if resolvers:
             derived.resolved_by[rid] = resolvers
     return derived

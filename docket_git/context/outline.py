@@ -206,20 +206,14 @@ class _Scopes(Mapping[str, list[str]]):
     def _all(self) -> list[str]:
         if self._keys is None:
             # Every distinct scope string; one only retired records carry has no holders.
-            keys: list[str] = []
-            step = self.conn.execute
-            found = step("SELECT min(scope) FROM scopes").fetchone()[0]
-            while found is not None:
-                keys.append(found)
-                found = step("SELECT min(scope) FROM scopes WHERE scope > ?", (found,)).fetchone()[0]
-            self._keys = keys
+            self._keys = ledger_index.scope_strings(self.conn)
         return self._keys
 
     def __getitem__(self, scope: str) -> list[str]:
         holders = self._holders.get(scope)
         if holders is None:
             rows = self.facts.rows
-            found = self.conn.execute(_HOLDERS, (scope,)).fetchall()
+            found = ledger_index.scope_holders(self.conn, scope)
             found.sort()
             holders = []
             for seq, rid, degree, pinned in found:
@@ -235,13 +229,6 @@ class _Scopes(Mapping[str, list[str]]):
 
     def __len__(self) -> int:
         return len(self._all())
-
-
-#: The current records carrying a scope string, with their facts.
-_HOLDERS = (
-    "SELECT r.seq, r.id, r.degree, r.pinned FROM scopes s JOIN records r ON r.id = s.record"
-    " WHERE s.scope = ? AND +r.retired_by = ''"
-)
 
 
 class Outline:
@@ -456,9 +443,7 @@ class _Facts:
             pass
         if not isinstance(rid, str):
             return None
-        row = self.conn.execute(
-            "SELECT seq, retired_by, degree, pinned FROM records INDEXED BY records_facts WHERE id = ?", (rid,)
-        ).fetchone()
+        row = ledger_index.record_facts(self.conn, rid)
         self.rows[rid] = row
         return row
 
@@ -467,29 +452,24 @@ class _Facts:
         missing = [rid for rid in ids if rid not in self.rows]
         for start in range(0, len(missing), 10_000):
             chunk = missing[start : start + 10_000]
-            for rid, *row in self.conn.execute(
-                "SELECT id, seq, retired_by, degree, pinned FROM records INDEXED BY records_facts"
-                " WHERE id IN (SELECT value FROM json_each(?))",
-                (json.dumps(chunk),),
-            ):
+            for rid, *row in ledger_index.facts_of(self.conn, chunk):
                 self.rows[rid] = tuple(row)  # type: ignore[assignment]
 
 
 class _IdList(Sequence[str]):
     """The IDs of the index's records in file order, each read when asked for."""
 
-    def __init__(self, conn: sqlite3.Connection, where: str = "", count: int | None = None) -> None:
+    def __init__(self, conn: sqlite3.Connection, current: bool = False, count: int | None = None) -> None:
         self.conn = conn
-        self._where = where
+        self._where = current  # only the current records
         self._all: list[str] | None = None
         if count is None:
-            count = conn.execute("SELECT coalesce(max(seq) + 1, 0) FROM records").fetchone()[0]
+            count = ledger_index.record_count(conn)
         self._len = count
 
     def _list(self) -> list[str]:
         if self._all is None:
-            where = f" WHERE {self._where}" if self._where else ""
-            self._all = [rid for (rid,) in self.conn.execute(f"SELECT id FROM records{where} ORDER BY seq")]
+            self._all = ledger_index.ids_in_order(self.conn, current=self._where)
         return self._all
 
     def __len__(self) -> int:
@@ -502,12 +482,11 @@ class _IdList(Sequence[str]):
             start, stop, step = i.indices(self._len)
             if step != 1:
                 return self._list()[i]
-            rows = self.conn.execute("SELECT id FROM records WHERE seq >= ? AND seq < ? ORDER BY seq", (start, stop))
-            return [rid for (rid,) in rows]
+            return ledger_index.ids_between(self.conn, start, stop)
         n = i + self._len if i < 0 else i
         if not 0 <= n < self._len:
             raise IndexError(i)
-        return self.conn.execute("SELECT id FROM records WHERE seq = ?", (n,)).fetchone()[0]
+        return ledger_index.id_at(self.conn, n)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._list())
@@ -523,7 +502,9 @@ class _IdList(Sequence[str]):
 class _Column(Mapping[str, object]):
     """One column of the facts as a map: ``field`` of each record that ``keep`` accepts."""
 
-    def __init__(self, facts: _Facts, field: int, keep: Callable[[tuple], bool], scan: str) -> None:
+    def __init__(
+        self, facts: _Facts, field: int, keep: Callable[[tuple], bool], scan: Callable[[sqlite3.Connection], list]
+    ) -> None:
         self._facts, self._field, self._keep, self._scan = facts, field, keep, scan
 
     def __getitem__(self, rid: str) -> object:
@@ -537,7 +518,7 @@ class _Column(Mapping[str, object]):
         return row is not None and self._keep(row)
 
     def _items(self) -> list[tuple[str, object]]:
-        return list(self._facts.conn.execute(self._scan))
+        return self._scan(self._facts.conn)
 
     def __iter__(self) -> Iterator[str]:
         return (rid for rid, _ in self._items())
@@ -566,11 +547,7 @@ class _Current(AbstractSet[str]):
         return self._len
 
     def __iter__(self) -> Iterator[str]:
-        return (rid for (rid,) in self._facts.conn.execute(_RANKED + "ORDER BY seq"))
-
-
-#: The current records over the ranking index (retired_by, pinned, degree, seq, id).
-_RANKED = "SELECT id FROM records INDEXED BY records_rank WHERE retired_by = '' "
+        return ledger_index.current_ids(self._facts.conn)
 
 
 #: Up to this many records an indexed outline reads every record's facts at once.
@@ -594,23 +571,19 @@ class IndexedOutline(Outline):
         #: A small ledger's facts are read in one query: cheaper than looking each one up.
         self._eager = len(self.ids) <= EAGER
         if self._eager:
-            for rid, *row in conn.execute(
-                "SELECT id, seq, retired_by, degree, pinned FROM records INDEXED BY records_facts"
-            ):
+            for rid, *row in ledger_index.every_fact(conn):
                 facts.rows[rid] = tuple(row)  # type: ignore[assignment]
-        retired = conn.execute("SELECT count(*) FROM records INDEXED BY records_rank WHERE retired_by > ''")
-        n_retired = retired.fetchone()[0]
-        self.pos = _Column(facts, 0, _any, "SELECT id, seq FROM records ORDER BY seq")  # type: ignore[assignment]
+        n_retired = ledger_index.retired_count(conn)
+        self.pos = _Column(facts, 0, _any, ledger_index.positions)  # type: ignore[assignment]
         self.current = _Current(facts, len(self.ids) - n_retired)
-        retired_by = _Column(
-            facts, 1, _retired, "SELECT id, retired_by FROM records INDEXED BY records_rank WHERE retired_by > ''"
-        )
-        self.derived = Derived(retired_by, _Lazy(_query_blocked(conn)), _Lazy(_query_resolved_by(conn)))  # type: ignore[arg-type]
-        self.degrees = _Column(facts, 2, _referenced, "SELECT id, degree FROM records WHERE degree != 0")  # type: ignore[assignment]
-        self.incoming = _Lazy(_query_incoming(conn))
-        self.pinned = {rid for (rid,) in conn.execute(_RANKED + "AND pinned = 1")}
+        retired_by = _Column(facts, 1, _retired, ledger_index.retirements)
+        blocked, resolved_by = ledger_index.blocked_of(conn), ledger_index.resolvers_of(conn)
+        self.derived = Derived(retired_by, _Lazy(blocked), _Lazy(resolved_by))  # type: ignore[arg-type]
+        self.degrees = _Column(facts, 2, _referenced, ledger_index.degrees)  # type: ignore[assignment]
+        self.incoming = _Lazy(ledger_index.incoming_of(conn))
+        self.pinned = ledger_index.current_pinned(conn)
         self.scopes = _Scopes(conn, facts)
-        self.depends = _Lazy(_query_depends(conn))
+        self.depends = _Lazy(ledger_index.depends_of(conn))
         self.records = Lines(ix, self.pos)  # type: ignore[arg-type]
         self._live: _IdList | None = None
         self._hits: dict[tuple, list[HitRow]] = {}
@@ -619,7 +592,7 @@ class IndexedOutline(Outline):
     def live(self) -> Sequence[str]:  # type: ignore[override]
         """Current records in file order (read in one query, when a query scores every record)."""
         if self._live is None:
-            self._live = _IdList(self._facts.conn, "retired_by = ''", len(self.current))
+            self._live = _IdList(self._facts.conn, True, len(self.current))
         return self._live
 
     def base_order(
@@ -656,24 +629,17 @@ class IndexedOutline(Outline):
         )
 
         # Without a query's hits: the stratum skips them in SQL (their rows in its temporary table).
-        sql = _STRATUM if without is None else _STRATUM_WITHOUT.format(table=without.table)  # type: ignore[attr-defined]
+        read = ledger_index.stratum_query(None if without is None else without.table)  # type: ignore[attr-defined]
 
         def stratum(pinned: int, degree: int) -> Iterator[tuple[int, str]]:
             add = w_degree * min(degree, cap) + (w_pinned if pinned else 0)
-            for seq, rid in conn.execute(sql, (pinned, degree)):
+            for seq, rid in read(conn, pinned, degree):
                 if rid not in rows:
                     rows[rid] = (seq, "", degree, pinned)
                 yield ((w_recency * seq // span + add) << 40) | seq, rid
 
-        streams = []
-        step = conn.execute
-        pinned = step(_NEXT_PINNED, (-1,)).fetchone()[0]
-        while pinned is not None:  # the distinct (pinned, degree) pairs of current records, one index probe each
-            degree = step(_NEXT_DEGREE, (pinned, -1)).fetchone()[0]
-            while degree is not None:
-                streams.append(stratum(pinned, degree))
-                degree = step(_NEXT_DEGREE, (pinned, degree)).fetchone()[0]
-            pinned = step(_NEXT_PINNED, (pinned,)).fetchone()[0]
+        # The distinct (pinned, degree) pairs of current records, one index probe each.
+        streams = [stratum(pinned, degree) for pinned, degree in ledger_index.strata(conn)]
         return heapq.merge(*streams, reverse=True)
 
     def task_hits(
@@ -697,19 +663,11 @@ class IndexedOutline(Outline):
         if ledger_index.nul_haystack(conn):
             return None
         table = ledger_index.temp_name("docket_hits")
-        try:  # written now, before any ranking reads: DDL would abort the statements reading
-            conn.execute(f"CREATE TEMP TABLE {table} ({_TASK_COLUMNS})")
-            conn.execute(f"CREATE TEMP TABLE {table}_retired (seq INTEGER PRIMARY KEY)")
-        except sqlite3.Error:
+        if not ledger_index.task_tables(conn, table):  # written now, before any ranking reads
             return None  # no temporary tables on this connection
-        conn.execute(f"INSERT INTO temp.{table}_retired {_RETIRED}")
         points = ledger_index.match_query(conn, terms, phrase, table, len(self.current))
         if rows:
-            conn.executemany(
-                f"INSERT INTO temp.{table} (seq, mask, scope, renamed) VALUES (?, 0, ?, ?)"
-                " ON CONFLICT (seq) DO UPDATE SET scope = excluded.scope, renamed = excluded.renamed",
-                [(row[1], row[2], int(row[3])) for row in rows],
-            )
+            ledger_index.add_scope_points(conn, table, [(row[1], row[2], int(row[3])) for row in rows])
         return TaskHits(self, table, points, weights, span, cap)
 
     def text_points(self, query: str) -> dict[str, int] | None:
@@ -721,9 +679,11 @@ class IndexedOutline(Outline):
     def closure(self, hits: Iterable[str]) -> set[str]:
         targets = set(hits)
         frontier = list(targets)
-        step = self._facts.conn.execute
+        conn = self._facts.conn
         while frontier:  # one query per level of prerequisites
-            found = dict.fromkeys(rid for (rid,) in step(_PREREQUISITES, (json.dumps(frontier),)) if rid not in targets)
+            found = dict.fromkeys(
+                rid for rid in ledger_index.current_prerequisites(conn, frontier) if rid not in targets
+            )
             frontier = list(found)
             targets.update(frontier)
         return targets
@@ -735,7 +695,7 @@ class IndexedOutline(Outline):
         w = (weights["recency"], span, weights["degree"], weights["degree_cap"], weights["pinned"])
         return [
             (rid, seq, value, bool(renamed), key)
-            for rid, seq, value, renamed, key in self._facts.conn.execute(_SCOPE_HITS, (scopes, *w))
+            for rid, seq, value, renamed, key in ledger_index.scope_hits(self._facts.conn, scopes, w)
         ]
 
 
@@ -764,7 +724,7 @@ class TaskHits(AbstractSet[str]):
         self._by_mask: dict[int, int] = {}
         #: Record ID -> (query points, scope points, via rename), or None for a record that is no hit.
         self._rows: dict[str, tuple[int, int, int] | None] = {}
-        self._len = conn.execute(f"SELECT count(*) FROM temp.{table}").fetchone()[0]
+        self._len = ledger_index.hit_count(conn, table)
         self._weights = (weights["recency"], span, weights["degree"], weights["degree_cap"], weights["pinned"])
         self._text = (weights["text"], cap)
         self._ranked: Ranking | None = None
@@ -772,7 +732,7 @@ class TaskHits(AbstractSet[str]):
         self.keys: dict[str, int] = {}
         # Selection ranks every pinned record: their rows and facts in one query.
         facts, rows = outline._facts.rows, self._rows
-        for seq, rid, degree, mask, scope, renamed in conn.execute(_TASK_PINNED.format(table=table)):
+        for seq, rid, degree, mask, scope, renamed in ledger_index.pinned_hits(conn, table):
             if rid not in facts:
                 facts[rid] = (seq, "", degree, 1)
             rows[rid] = (self.points(mask), scope, renamed)
@@ -796,8 +756,7 @@ class TaskHits(AbstractSet[str]):
         facts = self._outline._facts(rid)
         found = None
         if facts is not None and not facts[1]:
-            got = self._conn.execute(f"SELECT mask, scope, renamed FROM temp.{self.table} WHERE seq = ?", (facts[0],))
-            hit = got.fetchone()
+            hit = ledger_index.hit_row(self._conn, self.table, facts[0])
             if hit is not None:
                 found = (self.points(hit[0]), hit[1], hit[2])
         self._rows[rid] = found
@@ -810,8 +769,7 @@ class TaskHits(AbstractSet[str]):
         return self._len
 
     def __iter__(self) -> Iterator[str]:
-        query = f"SELECT r.id FROM temp.{self.table} t CROSS JOIN records r ON r.seq = t.seq ORDER BY t.seq"
-        return (rid for (rid,) in self._conn.execute(query))
+        return ledger_index.hit_ids(self._conn, self.table)
 
     def ranked(self) -> Ranking:
         """The hits best first (descending score, then newer first), read from one SQL ranking as far as used."""
@@ -821,12 +779,10 @@ class TaskHits(AbstractSet[str]):
 
     def _stream(self) -> Iterator[str]:
         w_text, cap = self._text
-        points = " + ".join(f"((t.mask >> {i}) & 1) * {p}" for i, p in enumerate(self._points) if p) or "0"
-        join = (_BY_RANK if 2 * self._len > len(self._outline.current) else _BY_SEQ).format(table=self.table)
-        query = _TASK_RANKED.format(join=join, points=points)
+        by_rank = 2 * self._len > len(self._outline.current)
         facts, rows, keys = self._outline._facts.rows, self._rows, self.keys
-        for key, seq, rid, degree, pinned, mask, scope, renamed in self._conn.execute(
-            query, (*self._weights, w_text, cap)
+        for key, seq, rid, degree, pinned, mask, scope, renamed in ledger_index.ranked_hits(
+            self._conn, self.table, self._points, by_rank, (*self._weights, w_text, cap)
         ):
             if rid not in facts:
                 facts[rid] = (seq, "", degree, pinned)
@@ -836,14 +792,7 @@ class TaskHits(AbstractSet[str]):
 
     def targets(self) -> AbstractSet[str]:
         """The hits and their prerequisite closure through current records (``Outline.closure``), from SQL."""
-        conn, table, retired = self._conn, self.table, f"{self.table}_retired"
-        edges = conn.execute("SELECT max(rowid) FROM prerequisites").fetchone()[0] or 0
-        # The first steps from the hits: each hit's prerequisites (few hits), or every prerequisite edge
-        # whose source is a hit (many: a common term's tens of thousands).
-        outside = _OUTSIDE.format(table=table, retired=retired)
-        seed = (_SEED_BY_HIT if 2 * self._len < edges else _SEED_BY_EDGE).format(table=table, outside=outside)
-        extra = {seq for (seq,) in conn.execute(_EXTRAS.format(seed=seed, outside=outside))}
-        return _Targets(self, extra)
+        return _Targets(self, ledger_index.closure_extras(self._conn, self.table, self._len))
 
 
 class _Targets(AbstractSet[str]):
@@ -863,87 +812,7 @@ class _Targets(AbstractSet[str]):
 
     def __iter__(self) -> Iterator[str]:
         yield from self._hits
-        found = self._hits._conn.execute(
-            "SELECT id FROM records WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq",
-            (json.dumps(sorted(self._extra)),),
-        )
-        yield from (rid for (rid,) in found)
-
-
-#: The retired records' seqs.
-_RETIRED = "SELECT seq FROM records INDEXED BY records_rank WHERE retired_by > ''"
-#: A task's hits table: seq, the query's mask, scope points, via rename.
-_TASK_COLUMNS = (
-    "seq INTEGER PRIMARY KEY, mask INTEGER NOT NULL, scope INTEGER NOT NULL DEFAULT 0,"
-    " renamed INTEGER NOT NULL DEFAULT 0"
-)
-#: The task hits best first, with their facts: the key of ``score.Scoring`` (weights ?1-?5: recency, span,
-#: degree, degree_cap, pinned; ?6 the text weight, ?7 the points it is reached at; {points}: from the mask).
-_TASK_RANKED = (
-    "SELECT ((((?1 * t.seq) / ?2 + ?3 * min(r.degree, ?4) + ?5 * r.pinned + t.scope"
-    " + ?6 * min({points}, ?7) / ?7) << 40) | t.seq) AS key, t.seq, r.id, r.degree, r.pinned, t.mask, t.scope, t.renamed"
-    " FROM {join} ORDER BY key DESC"
-)
-#: How the ranking reaches a hit's facts: few hits each by its seq; many (over half the current records) by
-#: one pass over the current records' ranking index, which is smaller than the records rows and read in order.
-_BY_SEQ = "temp.{table} t CROSS JOIN records r ON r.seq = t.seq"
-_BY_RANK = "records r INDEXED BY records_rank CROSS JOIN temp.{table} t ON t.seq = r.seq WHERE r.retired_by = ''"
-#: The pinned task hits, with their facts.
-_TASK_PINNED = (
-    "SELECT r.seq, r.id, r.degree, t.mask, t.scope, t.renamed FROM records r INDEXED BY records_rank"
-    " CROSS JOIN temp.{table} t ON t.seq = r.seq WHERE r.retired_by = '' AND r.pinned = 1"
-)
-#: The current records outside the hits that the hits' prerequisites reach through current records, by seq:
-#: a step stops at a hit (its own prerequisites are steps already) and at a retired record.
-_EXTRAS = (
-    "WITH RECURSIVE c(seq) AS ({seed}"
-    " UNION SELECT p.target FROM c CROSS JOIN prerequisites p INDEXED BY prerequisites_source ON p.source = c.seq"
-    "{outside}) SELECT seq FROM c"
-)
-#: A step's target is no hit and not retired (``{retired}``: the retired records' seqs).
-_OUTSIDE = (
-    " LEFT JOIN temp.{table} o ON o.seq = p.target LEFT JOIN temp.{retired} x ON x.seq = p.target"
-    " WHERE o.seq IS NULL AND x.seq IS NULL"
-)
-#: The first steps: from each hit (few hits), or each prerequisite edge whose source is a hit (many).
-_SEED_BY_HIT = (
-    "SELECT p.target FROM temp.{table} h CROSS JOIN prerequisites p INDEXED BY prerequisites_source"
-    " ON p.source = h.seq{outside}"
-)
-_SEED_BY_EDGE = "SELECT p.target FROM prerequisites p CROSS JOIN temp.{table} h ON h.seq = p.source{outside}"
-
-
-_STRATUM = (
-    "SELECT seq, id FROM records INDEXED BY records_rank"
-    " WHERE retired_by = '' AND pinned = ? AND degree = ? ORDER BY seq DESC"
-)
-_STRATUM_WITHOUT = (
-    "SELECT seq, id FROM records INDEXED BY records_rank"
-    " WHERE retired_by = '' AND pinned = ? AND degree = ?"
-    " AND NOT EXISTS (SELECT 1 FROM temp.{table} t WHERE t.seq = records.seq) ORDER BY seq DESC"
-)
-_NEXT_PINNED = "SELECT min(pinned) FROM records INDEXED BY records_rank WHERE retired_by = '' AND pinned > ?"
-_NEXT_DEGREE = (
-    "SELECT min(degree) FROM records INDEXED BY records_rank WHERE retired_by = '' AND pinned = ? AND degree > ?"
-)
-#: The current prerequisites (depends_on) of the records in a JSON array.
-_PREREQUISITES = (
-    "SELECT r.target FROM relations r INDEXED BY relations_depends"
-    " JOIN records c INDEXED BY records_facts ON c.id = r.target AND +c.retired_by = ''"
-    " WHERE r.type = 'depends_on' AND r.source IN (SELECT value FROM json_each(?1))"
-)
-#: The current records a matched scope holds (scope, strength, via rename: a JSON array of triples), best
-#: match each, in ranking order (weights ?2-?6: recency, span, degree, degree_cap, pinned).
-_SCOPE_HITS = (
-    "WITH m(scope, strength, renamed) AS (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'),"
-    " json_extract(value, '$[2]') FROM json_each(?1)),"
-    " h(id, seq, degree, pinned, points, renamed) AS (SELECT r.id, r.seq, r.degree, r.pinned, max(m.strength),"
-    " max(m.strength * m.renamed) = max(m.strength)"
-    " FROM m JOIN scopes s ON s.scope = m.scope JOIN records r INDEXED BY records_facts ON r.id = s.record"
-    " WHERE +r.retired_by = '' GROUP BY r.id)"
-    " SELECT id, seq, points, renamed, (((?2 * seq) / ?3 + ?4 * min(degree, ?5) + ?6 * pinned + points) << 40) | seq AS key"
-    " FROM h ORDER BY key DESC"
-)
+        yield from ledger_index.ids_at(self._hits._conn, sorted(self._extra))
 
 
 def _any(row: tuple) -> bool:
@@ -956,47 +825,3 @@ def _retired(row: tuple) -> bool:
 
 def _referenced(row: tuple) -> bool:
     return row[2] != 0
-
-
-def _query_depends(conn: sqlite3.Connection) -> Callable[[str], list[str] | None]:
-    def fetch(rid: str) -> list[str] | None:
-        rows = conn.execute(
-            "SELECT target FROM relations WHERE source = ? AND type = 'depends_on' ORDER BY rowid", (rid,)
-        )
-        return [t for (t,) in rows] or None
-
-    return fetch
-
-
-def _query_blocked(conn: sqlite3.Connection) -> Callable[[str], list[str] | None]:
-    def fetch(rid: str) -> list[str] | None:
-        if not rid.startswith("d"):
-            return None  # only decisions have a blocked_by list
-        rows = conn.execute("SELECT blocker FROM blocked_by WHERE decision = ? ORDER BY position", (rid,))
-        return [b for (b,) in rows]
-
-    return fetch
-
-
-def _query_resolved_by(conn: sqlite3.Connection) -> Callable[[str], list[str] | None]:
-    def fetch(rid: str) -> list[str] | None:
-        rows = conn.execute("SELECT resolver FROM resolved_by WHERE question = ? ORDER BY position", (rid,))
-        return [r for (r,) in rows] or None
-
-    return fetch
-
-
-def _query_incoming(conn: sqlite3.Connection) -> Callable[[str], list[str] | None]:
-    """Record ID -> the current records citing it (supports, depends_on, answers; a question it resolves)."""
-
-    def fetch(rid: str) -> list[str] | None:
-        rows = conn.execute(
-            "SELECT s.id FROM records s INDEXED BY records_facts WHERE +s.retired_by = '' AND s.id IN ("
-            " SELECT source FROM relations WHERE target = ?1 AND type != 'supersedes'"
-            " UNION SELECT question FROM resolved_by WHERE resolver = ?1"
-            ") ORDER BY s.seq",
-            (rid,),
-        )
-        return [r for (r,) in rows] or None
-
-    return fetch

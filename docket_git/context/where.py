@@ -5,6 +5,7 @@
     kind:decision state:open      fields (below); the same field twice ORs, different fields AND
     -kind:claim  -redis           a leading - negates a term
     scope:src/billing/cache.py    records whose scope covers the path (exact, directory, glob)
+    scope:src/billing/            ... and, for a directory, records scoped anywhere under it
     after:2026-01-01 before:2026-02-01   recorded strictly after / before that day
     is:blocked|retired|pinned|resolved|open|conflict|contested
 
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 
 from docket_git.context import scope as scopes
 from docket_git.errors import UsageError
+from docket_git.ledger import index as ledger_index
 from docket_git.ledger import model
 from docket_git.merging.rebase import MERGE_AUTHOR
 
@@ -36,11 +38,7 @@ _IS_SQL = {
     "open": "(state = 'open')",
     "conflict": f"(kind = 'question' AND state = 'open' AND retired_by = '' AND author = '{MERGE_AUTHOR}')",
     # Current records an open merge question names (a contradiction, or a both-supersede conflict).
-    "contested": (
-        "(kind != 'question' AND retired_by = '' AND id IN (SELECT j.value FROM records q,"
-        " json_each(docket_ids(q.text)) j WHERE q.kind = 'question' AND q.state = 'open'"
-        f" AND q.retired_by = '' AND q.author = '{MERGE_AUTHOR}'))"
-    ),
+    "contested": ledger_index.named_by_open_questions(MERGE_AUTHOR),
 }
 
 
@@ -161,10 +159,7 @@ def _condition(term: Term) -> tuple[str, list]:
     if field in ("author", "branch"):
         return f"(docket_same({field}, ?))", [value]
     if field == "scope":
-        return (
-            "(id IN (SELECT record FROM scopes WHERE docket_covers(scope, ?)))",
-            [scopes.normalize(value)],
-        )
+        return ledger_index.SCOPE_COVERS, [scopes.normalize(value)]
     if field == "after":
         return "(substr(ts, 1, 10) > ?)", [value]
     if field == "before":
@@ -207,7 +202,11 @@ def _same(value: str | None, wanted: str) -> bool:
 
 
 def _covers(scope: str, path: str) -> bool:
-    return scopes.strength([path], scopes.normalize(scope), _COVER_WEIGHTS) > 0
+    scope = scopes.normalize(scope)
+    # ``scope:DIR/`` also selects what is scoped under DIR (its files, subdirectories and globs).
+    if path.endswith("/") and scope.startswith(path):
+        return True
+    return scopes.strength([path], scope, _COVER_WEIGHTS) > 0
 
 
 def _ids(text: str | None) -> str:
@@ -225,6 +224,5 @@ def install(conn: sqlite3.Connection) -> None:
 def matching(conn: sqlite3.Connection, query: Query, *, retired: bool) -> list[str]:
     """The IDs of the records a compiled query matches, in file order (current ones unless retired)."""
     install(conn)
-    keep = "" if retired or query.wants_retired else " AND retired_by = ''"
-    sql = f"SELECT id FROM records WHERE ({query.sql}){keep} ORDER BY seq"
-    return [rid for (rid,) in conn.execute(sql, query.params)]
+    current = not (retired or query.wants_retired)
+    return [rid for (rid,) in ledger_index.matching_rows(conn, query.sql, query.params, current=current)]

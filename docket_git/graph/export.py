@@ -43,17 +43,20 @@ NODE_COLUMNS = (
 )
 EDGE_COLUMNS = ("source", "relation", "target", "set")
 
-#: Fill colours by effective state, shared with the page (page.html keeps the same table).
+#: Fill colours by effective state, shared with the page (page.html keeps the same table, and
+#: tests/test_browser.py checks both against WCAG contrast).
 STATE_COLOURS = {
-    "unassessed": "#e5e7eb",
+    "unassessed": "#f3f4f6",
     "accepted": "#bbf7d0",
     "disputed": "#fde68a",
     "rejected": "#fecaca",
     "adopted": "#bfdbfe",
-    "revoked": "#d1d5db",
+    "revoked": "#6b7280",
     "open": "#fef08a",
-    "resolved": "#a7f3d0",
+    "resolved": "#99f6e4",
 }
+#: Text on a fill, where it is not the default dark ink.
+STATE_INK = {"revoked": "#ffffff"}
 BLOCKED = "#dc2626"
 
 
@@ -178,7 +181,10 @@ def to_mermaid(
     for n in entries:
         if _is_blocked(n):
             groups.setdefault("blocked", []).append(n["id"])
-    styles = {state: f"fill:{colour},stroke:#374151,color:#111" for state, colour in STATE_COLOURS.items()}
+    styles = {
+        state: f"fill:{colour},stroke:#374151,color:{STATE_INK.get(state, '#111')}"
+        for state, colour in STATE_COLOURS.items()
+    }
     styles["retired"] = "fill:#f9fafb,stroke:#9ca3af,stroke-dasharray:5 5,color:#6b7280"
     styles["blocked"] = f"stroke:{BLOCKED},stroke-width:3px"
     styles["context"] = "fill:#ffffff,stroke:#9ca3af,color:#6b7280"
@@ -223,6 +229,8 @@ def to_dot(
         ]
         if n["retired_by"]:
             attrs += ['style="filled,dashed"', 'fontcolor="#6b7280"']
+        elif n["state"] in STATE_INK:
+            attrs.append(f'fontcolor="{STATE_INK[n["state"]]}"')
         if _is_blocked(n):
             attrs += [f'color="{BLOCKED}"', "penwidth=3"]
         lines.append(f"  {n['id']} [{', '.join(attrs)}];")

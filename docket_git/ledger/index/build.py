@@ -1,0 +1,323 @@
+"""The cold build: every line validated and indexed a slice at a time, in a temporary file renamed into place."""
+
+from __future__ import annotations
+
+import operator
+import os
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+from docket_git.digest import constructor as sha256_for
+from docket_git.ledger import db, jsonl, project, store
+from docket_git.ledger.index.proof import _checkpoints, _write_meta
+from docket_git.ledger.index.schema import (
+    _INSERT_HAYSTACK,
+    _INSERT_PREREQUISITES,
+    _INSERT_RECORD,
+    INDEXES,
+    TABLES,
+    _haystack,
+    _record_row,
+    scope_kind,
+)
+
+
+def _build_file(ledger: Path, target: Path, data: bytes, stat: tuple) -> None:
+    """Build the index of ``data`` in a temporary file beside target, then rename it into place.
+
+    A disposable database needs no journal while it is built (``journal_mode=OFF``,
+    ``synchronous=OFF``); it is switched to WAL before the rename, so readers
+    never see it half built. On an invalid ledger the old file stays as it was.
+    """
+    for stale in target.parent.glob(f".{target.name}.*.tmp"):
+        db.discard(stale)  # a build killed midway (builds run under the index lock: none is running now)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    conn = sqlite3.connect(tmp, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=OFF")
+        conn.execute("PRAGMA synchronous=OFF")
+        conn.executescript(TABLES)
+        conn.execute("BEGIN")
+        with jsonl.gc_paused():
+            _fill(conn, ledger, data, stat)
+        conn.execute("COMMIT")
+        conn.execute("PRAGMA journal_mode=WAL")
+    except BaseException:
+        conn.close()
+        db.discard(tmp)
+        raise
+    conn.close()
+    # Built without a journal or syncs: on disk before it is renamed into place, so a power
+    # loss can leave the old index or the whole new one, never a torn one proving itself current.
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    db.discard(target)
+    os.replace(tmp, target)
+
+
+def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple) -> None:
+    """Index every line of ``data`` into empty tables without secondary indexes, validating as it goes.
+
+    Lines are validated and inserted a slice at a time (``store.validated``;
+    a line as docket writes it is never decoded to a dict: its rows are built
+    from ``validate.canonical_fields``), so memory holds one slice of records
+    plus a small structural entry per record, never every record and every
+    row at once. A record's
+    derived columns (state, retired_by, applicable, degree) depend on later
+    records: a slice's rows wait until the next slice is validated (most
+    citations are of recent records) and go in with the degree and
+    retirement known by then; once every line is in, ``project.derive`` (the
+    one projection) settles them all and only the rows that differ are
+    updated. Then the checkpoints, the
+    secondary indexes and the meta rows. Raises ``LedgerError`` at the first
+    invalid line, with the exact path's message.
+    """
+    snap = store.Snapshot(path=ledger, data=data)
+    build = _Build(conn, data)
+    for records, ends in store.validated(snap, canonical=True):
+        build.take(records, ends)
+    build.flush()
+    _fill_settled(build, snap, ledger, stat)
+
+
+def _fill_settled(build: _Build, snap: store.Snapshot, ledger: Path, stat: tuple) -> None:
+    """Settle every row (``project.derive``), then the checkpoints, the secondary indexes and the meta rows."""
+    conn, data = build.conn, snap.data
+    structure, degree, written = build.structure, build.degree, build.written
+    derived = project.derive(structure)
+    for resolvers in derived.resolved_by.values():
+        for rid in resolvers:
+            degree[rid] = degree.get(rid, 0) + 1
+    settled = _settled(structure, derived, degree, written)
+    conn.executemany("UPDATE records SET state = ?, retired_by = ?, applicable = ?, degree = ? WHERE seq = ?", settled)
+    conn.executemany(
+        "INSERT INTO blocked_by VALUES (?, ?, ?)",
+        ((rid, b, n) for rid, why in derived.blocked.items() for n, b in enumerate(why)),
+    )
+    conn.executemany(
+        "INSERT INTO resolved_by VALUES (?, ?, ?)",
+        ((q, r, n) for q, who in derived.resolved_by.items() for n, r in enumerate(who)),
+    )
+    length = snap.valid_length
+    conn.executemany(
+        "INSERT INTO checkpoints VALUES (?, ?, ?, ?)", _checkpoints(data, 0, 0, 0, length, build.record_ends)
+    )
+    conn.execute(_INSERT_PREREQUISITES)
+    for statement in INDEXES:
+        conn.execute(statement)
+    _write_meta(conn, ledger, stat, data, length, data.count(b"\n", 0, length))
+    conn.execute("INSERT OR REPLACE INTO meta VALUES ('indexed_from', 0)")
+
+
+class _Build:
+    """A cold build's running state: rows waiting a slice, structural entries, degrees and retirements so far."""
+
+    __slots__ = (
+        "conn",
+        "data",
+        "degree",
+        "held",
+        "record_ends",
+        "retired",
+        "seq",
+        "sha256",
+        "structure",
+        "view",
+        "written",
+    )
+
+    def __init__(self, conn: sqlite3.Connection, data: bytes) -> None:
+        self.conn = conn
+        self.data = data
+        self.view = memoryview(data)
+        self.sha256 = sha256_for(len(data))
+        self.structure: list[dict] = []
+        self.degree: dict[str, int] = {}
+        self.record_ends: list[int] = []
+        self.retired: dict[str, str] = {}  # retired ID -> the record retiring it, so far
+        self.held: list[list] = []  # the previous slice's rows: citations from the next slice are counted first
+        self.written: list[tuple[int, str]] = []  # (degree, retired_by) each row went in with
+        self.seq = 0
+
+    def take(self, records: list, ends: list[int]) -> None:
+        """Index one validated slice: records (dicts or ``canonical_fields`` tuples) and the offset past each."""
+        rows, hays, rels, scopes, entries = _rows(records, ends, self.data, self.seq, self.sha256, self.view)
+        del records
+        self._account(entries, ends)
+        self.flush()
+        self.held = rows
+        conn = self.conn
+        conn.executemany(_INSERT_RELATION, rels)
+        conn.executemany(_INSERT_SCOPE, scopes)
+        conn.executemany(_INSERT_HAYSTACK, hays)
+
+    def _account(self, entries: list[tuple], ends: list[int]) -> None:
+        """Note entries' structure, their citations' degrees and their supersessions."""
+        degree, retired, structure = self.degree, self.retired, self.structure
+        for rid, kind, state, supports, depends_on, answers, supersedes in entries:
+            entry = {"id": rid, "kind": kind, "state": state}
+            if supports:
+                for group in supports:
+                    for target in group:
+                        degree[target] = degree.get(target, 0) + 1
+            if depends_on:
+                entry["depends_on"] = depends_on
+                for target in depends_on:
+                    degree[target] = degree.get(target, 0) + 1
+            if answers:
+                entry["answers"] = answers
+                for target in answers:
+                    degree[target] = degree.get(target, 0) + 1
+            if supersedes:
+                entry["supersedes"] = supersedes
+                for target in supersedes:
+                    retired[target] = rid
+            structure.append(entry)
+        self.record_ends.extend(ends)
+        self.seq += len(entries)
+
+    def flush(self) -> None:
+        """Insert the held rows with the degree and retired_by known so far (``written`` notes them)."""
+        _flush(self.conn, self.held, self.degree, self.retired, self.written)
+        self.held = []
+
+
+_INSERT_RELATION = "INSERT INTO relations VALUES (?2, ?3, ?4, ?5)"
+_INSERT_SCOPE = "INSERT INTO scopes VALUES (?2, ?3, ?4)"
+
+
+def _rows(
+    records: list, ends: list[int], data: bytes, seq: int, sha256: object, view: memoryview
+) -> tuple[list[list], list[tuple], list[tuple], list[tuple], list[tuple]]:
+    """The rows of validated records (dicts or ``canonical_fields`` tuples) whose lines end at ``ends``, from seq on.
+
+    (records rows, haystacks rows, relations rows and scopes rows (each led
+    by its record's seq), and each record's structural entry: id, kind,
+    state, supports, depends_on, answers, supersedes).
+    """
+    rows: list[list] = []
+    hays: list[tuple] = []
+    rels: list[tuple] = []
+    scopes: list[tuple] = []
+    entries: list[tuple] = []
+    kinds = _SCOPE_KINDS
+    for record, end in zip(records, ends, strict=True):
+        stop = end - 1 if data[end - 1] == 10 else end
+        start = data.rfind(b"\n", 0, stop) + 1
+        digest = sha256(view[start:stop]).hexdigest()  # type: ignore[operator]
+        if type(record) is tuple:  # a line as docket writes it: its fields, as canonical_fields captured them
+            kind, fields, supports, depends_on, answers, supersedes = record
+            rid, text, choice, alternatives, state, rationale, scope = _CANONICAL_PARTS(fields)
+            applicable = (1 if state == "adopted" else 0) if kind == "decision" else None
+            scope = scope[1:-1].split('","') if scope else ()
+            rows.append(
+                [
+                    seq,
+                    rid,
+                    kind,
+                    state,
+                    state,
+                    "",
+                    applicable,
+                    1 if fields[19] == "true" else 0,
+                    text,
+                    choice,
+                    rationale,
+                    *_CANONICAL_PROVENANCE(fields),
+                    start,
+                    stop - start,
+                    digest,
+                    "[" + fields[15].replace(",", ", ") + "]",  # _ids: IDs hold no comma
+                    "[" + fields[13].replace(",", ", ") + "]",
+                    "[" + fields[14].replace(",", ", ") + "]",
+                    0,
+                ]
+            )
+            # model.searchable, casefolded: the pattern admits no control character, so no NUL
+            if alternatives:
+                alternatives = alternatives[1:-1].split('","')
+                hays.append((seq, " ".join((rid, text, rationale, choice, *alternatives, *scope)).casefold()))
+            else:
+                hays.append((seq, " ".join((rid, text, rationale, choice, *scope)).casefold()))
+        else:
+            rid, kind, state = record["id"], record["kind"], record["state"]
+            get = record.get
+            supports, depends_on, answers, supersedes = (
+                get("supports"),
+                get("depends_on"),
+                get("answers"),
+                get("supersedes"),
+            )
+            scope = get("scope")
+            applicable = (1 if state == "adopted" else 0) if kind == "decision" else None
+            rows.append(_record_row(seq, record, state, "", applicable, start, stop - start, digest))
+            hays.append((seq, _haystack(record)))
+        if supports:
+            for n, group in enumerate(supports):
+                for target in group:
+                    rels.append((seq, rid, "supports", target, n))
+        for name, targets in (("depends_on", depends_on), ("answers", answers), ("supersedes", supersedes)):
+            if targets:
+                for target in targets:
+                    rels.append((seq, rid, name, target, None))
+        if scope:
+            for value in dict.fromkeys(scope):
+                kind_of = kinds.get(value)
+                if kind_of is None:
+                    kind_of = kinds[value] = scope_kind(value)
+                scopes.append((seq, rid, value, kind_of))
+        entries.append((rid, kind, state, supports, depends_on, answers, supersedes))
+        seq += 1
+    return rows, hays, rels, scopes, entries
+
+
+#: From ``validate.canonical_fields``' fields: id, text, choice, alternatives, state, rationale, scope; and
+#: author, ts, session, branch (the ``records`` columns' order).
+_CANONICAL_PARTS = operator.itemgetter(0, 1, 2, 3, 5, 11, 10)
+_CANONICAL_PROVENANCE = operator.itemgetter(7, 6, 8, 9)
+
+#: Scope -> its kind, as ``scope_kind`` says (a ledger repeats few distinct scopes many times).
+_SCOPE_KINDS: dict[str, str] = {}
+
+
+def _flush(
+    conn: sqlite3.Connection,
+    rows: list[list],
+    degree: dict[str, int],
+    retired: dict[str, str],
+    written: list[tuple[int, str]],
+) -> None:
+    """Insert held rows with the degree and retired_by known so far (``written`` notes them, in seq order)."""
+    for row in rows:
+        rid = row[1]
+        row[5] = retired.get(rid, "")
+        row[21] = degree.get(rid, 0)
+        written.append((row[21], row[5]))
+    conn.executemany(_INSERT_RECORD, rows)
+
+
+def _settled(
+    structure: list[dict], derived: project.Derived, degree: dict[str, int], written: list[tuple[int, str]]
+) -> Iterator[tuple]:
+    """(state, retired_by, applicable, degree, seq) of each row whose settled columns differ from those ``_fill`` wrote."""
+    retired_by, blocked, resolved_by = derived.retired_by, derived.blocked, derived.resolved_by
+    for seq, entry in enumerate(structure):
+        rid, kind, state = entry["id"], entry["kind"], entry["state"]
+        settled = state
+        applicable = None
+        if kind == "decision":
+            applicable = 0 if blocked[rid] else 1
+        elif kind == "question" and resolved_by.get(rid):
+            settled = "resolved"
+        retired = retired_by.get(rid, "")
+        count = degree.get(rid, 0)
+        if (
+            settled != state
+            or (count, retired) != written[seq]
+            or (kind == "decision" and applicable != (1 if state == "adopted" else 0))
+        ):
+            yield settled, retired, applicable, count, seq

@@ -1,0 +1,238 @@
+"""Reading records back: lines by offset checked against their digests, whole snapshots, the revision digest.
+
+``parse`` validates other bytes that share a prefix with the ledger (a staged
+blob, a rebase result) only past that prefix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from docket_git.errors import LedgerError, withdraw
+from docket_git.ledger import canonical, db, jsonl, store
+from docket_git.ledger.index.handle import Index, known
+from docket_git.ledger.index.opening import _locked_read, open_index, opened
+from docket_git.ledger.index.proof import _shared_prefix, _tail_digest
+from docket_git.ledger.index.schema import _meta
+
+#: Up to this many records are read line by line (each checked against its digest) instead of reading the file.
+FEW = 512
+
+
+def records_of(ix: Index, ids: list[str], *, parse_float: Callable[[str], object] | None = None) -> list[dict]:
+    """The full records with these IDs (decoded from their ledger lines in one go), in the order given.
+
+    A few records are read line by line at the offsets the index holds, each
+    line checked against its digest; many, from the whole file. Either way the
+    bytes are the ones the index was proven against: if the file changed in
+    between, the index is brought current again first.
+    """
+    if not ids:
+        return []
+    chunks = None
+    if len(ids) <= FEW and ix.data is None:
+        chunks = _read_lines(ix, _spans(ix, ids))
+        if chunks is None:  # changed since it was proven: read it whole, proving the index again
+            ix.data = None
+    if chunks is None:
+        view = memoryview(ledger_bytes(ix))
+        chunks = [view[o : o + n] for o, n, _ in _spans(ix, ids)]
+    return json.loads(b"[" + b",".join(chunks) + b"]", **_hooks(parse_float))
+
+
+def _hooks(parse_float: Callable[[str], object] | None) -> dict:
+    """``json.loads``' keywords that hand every float, NaN and Infinity to parse_float (none: the defaults)."""
+    return {} if parse_float is None else {"parse_float": parse_float, "parse_constant": parse_float}
+
+
+#: ``records_in_slices`` decodes this many lines at a time.
+SLICE = 2000
+
+
+def records_in_slices(
+    ix: Index,
+    ids: list[str],
+    spans: list[tuple[int, int]] | None = None,
+    *,
+    parse_float: Callable[[str], object] | None = None,
+) -> Iterator[list[dict]]:
+    """``records_of`` a slice at a time: listing 100k records never holds all of them decoded at once.
+
+    ``spans``: each record's (line offset, line length), when the caller's query read them already.
+    ``parse_float``: called with the text of each float and of each NaN or Infinity decoded
+    (``json.loads``' ``parse_float`` and ``parse_constant``); it returns the value.
+    """
+    if len(ids) <= FEW:
+        yield records_of(ix, ids, parse_float=parse_float)
+        return
+    if spans is None:
+        spans = [(o, n) for o, n, _ in _spans(ix, ids)]
+    view = memoryview(ledger_bytes(ix))
+    hooks = _hooks(parse_float)
+    for start in range(0, len(spans), SLICE):
+        yield json.loads(b"[" + b",".join([view[o : o + n] for o, n in spans[start : start + SLICE]]) + b"]", **hooks)
+
+
+def _spans(ix: Index, ids: list[str]) -> list[tuple[int, int, str]]:
+    """(offset, length, digest) of each record's line, in the order of ids."""
+    if len(ids) > 4096:
+        spans = {rid: (o, n, d) for rid, o, n, d in ix.conn.execute(_SPANS)}
+    else:  # one query by ID (a JSON array in, the rows by the ID index out)
+        rows = ix.conn.execute(_SPANS + " WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids),))
+        spans = {rid: (o, n, d) for rid, o, n, d in rows}
+    return [spans[rid] for rid in ids]
+
+
+_SPANS = "SELECT id, line_offset, line_length, line_digest FROM records"
+
+
+def _read_lines(ix: Index, spans: list[tuple[int, int, str]]) -> list[bytes] | None:
+    """The lines at these (offset, length, digest) spans, or None when one does not match its digest."""
+    try:
+        fd = ix.line_reader()
+        out = []
+        for offset, length, digest in spans:
+            line = os.pread(fd, length, offset)
+            if canonical.sha256(line) != digest:
+                return None  # the file changed since it was proven: take the long way
+            out.append(line)
+        return out
+    except OSError:
+        return None
+
+
+def prefix_digest(ix: Index, rid: str) -> str:
+    """SHA-256 of the ledger bytes up to and including rid's line (``ID@DIGEST`` baselines)."""
+    data = ledger_bytes(ix)
+    row = ix.conn.execute("SELECT line_offset, line_length FROM records WHERE id = ?", (rid,)).fetchone()
+    if row is None:
+        raise KeyError(rid)
+    end = min(row[0] + row[1] + 1, len(data))
+    return canonical.sha256(memoryview(data)[:end])
+
+
+def ledger_bytes(ix: Index) -> bytes:
+    """The ledger's bytes, checked to be the ones the index holds (brought current again if they changed)."""
+    for attempt in range(3):
+        data = ix.data if ix.data is not None and attempt == 0 else _locked_read(ix.ledger)[1]  # as indexed
+        meta = _meta(ix.conn)
+        length = meta.get("length", 0)
+        if len(data) >= length and _tail_digest(data, length) == meta.get("tail_digest"):
+            ix.data = data
+            return data
+        fresh = open_index(ix.ledger)  # changed under us: prove (and update) again
+        ix.close()  # the line reader too: a checkout may have put a new file in place
+        ix.conn, ix.path, ix.data = fresh.conn, fresh.path, fresh.data
+    raise store.LedgerError(f"{ix.ledger} keeps changing while it is read; try again")
+
+
+def texts(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict]:
+    """Record ID -> {"text": ...} for the IDs the index holds (labels for cited records)."""
+    out: dict[str, dict] = {}
+    for rid in dict.fromkeys(ids):
+        row = conn.execute("SELECT text FROM records WHERE id = ?", (rid,)).fetchone()
+        if row is not None:
+            out[rid] = {"text": row[0]}
+    return out
+
+
+def records_end(data: bytes, valid_length: int) -> int:
+    """The byte offset just past the last record's line within the valid bytes (0 if none)."""
+    last = valid_length - 1
+    while last >= 0 and data[last] in b" \t\r\n\f\v":  # trailing blank lines (no copy of the data)
+        last -= 1
+    if last < 0:
+        return 0
+    nl = data.find(b"\n", last + 1, valid_length)
+    return nl + 1 if nl >= 0 else valid_length
+
+
+def revision(ix: Index) -> tuple[str, int]:
+    """(SHA-256 of the ledger through its last record's line, that line's end): the briefing's revision.
+
+    Hashing a large ledger costs tens of milliseconds, so the first reader
+    after a change computes it and files it in the index for the next ones.
+    """
+    meta = _meta(ix.conn)
+    if meta.get("revision") and meta.get("records_end") is not None:
+        return meta["revision"], meta["records_end"]
+    data = ledger_bytes(ix)
+    meta = _meta(ix.conn)
+    end = records_end(data, meta.get("length", 0))
+    digest = canonical.sha256(memoryview(data)[:end])
+    _file_revision(ix, meta, digest, end)
+    return digest, end
+
+
+def _file_revision(ix: Index, meta: dict, digest: str, end: int) -> None:
+    """Store a computed revision when the index still holds the bytes it was computed from (best effort)."""
+    try:
+        conn = ix.conn if ix.path is None else db.open_wal(ix.path)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            now = _meta(conn)
+            if (now.get("length"), now.get("tail_digest")) == (meta.get("length"), meta.get("tail_digest")):
+                conn.executemany(
+                    "INSERT OR REPLACE INTO meta VALUES (?, ?)", (("revision", digest), ("records_end", end))
+                )
+            conn.execute("COMMIT")
+        finally:
+            if conn is not ix.conn:
+                conn.close()
+    except (OSError, sqlite3.Error):
+        pass
+
+
+def read(ledger: Path | None, *, records: bool = True) -> store.Snapshot:
+    """The ledger validated (only what the index had not seen), as a snapshot; a missing file reads as empty.
+
+    With ``records`` every record is decoded (in one go: the bytes were
+    validated when they were indexed); the snapshot's ``index`` is not filled.
+    """
+    if ledger is None:
+        return store.Snapshot(path=Path(store.LEDGER_DIR) / store.LEDGER_NAME)
+    with jsonl.gc_paused(), opened(ledger) as ix:
+        data = ledger_bytes(ix)
+        meta = _meta(ix.conn)
+        length = meta.get("length", 0)
+        snap = store.Snapshot(path=ledger, data=data, valid_length=length)
+        if records and length:
+            lines, snap.ends = jsonl.whole_lines(data, 0, length)
+            snap.records = json.loads(b"[" + b",".join(lines) + b"]") if lines else []
+        digest = meta.get("revision")
+        if digest and meta.get("records_end") is not None:
+            snap.hashed = (meta["records_end"], digest)
+        return snap
+
+
+def parse(ledger: Path, data: bytes, *, records: bool = True, ix: Index | None = None) -> store.Snapshot:
+    """Validate bytes that may share a prefix with the ledger's (a staged blob, a rebase's result).
+
+    The lines up to the last checkpoint they share with the indexed ledger
+    are the ones validated there already; only the rest are validated. When
+    the ledger itself cannot be indexed (it is invalid), every line is.
+    ``ix``: the ledger's index, when the caller holds the ledger's lock (``held``).
+    """
+    if ix is not None:
+        return _parse_over(ix, ledger, data, records)
+    try:
+        own = open_index(ledger)
+    except LedgerError:
+        return store.parse(ledger, data, records=records)
+    if own.note:  # a stand-in for a ledger committed broken (``broken.stand_in``): validate every line
+        withdraw(own.note)
+        own.close()
+        return store.parse(ledger, data, records=records)
+    try:
+        return _parse_over(own, ledger, data, records)
+    finally:
+        own.close()
+
+
+def _parse_over(ix: Index, ledger: Path, data: bytes, records: bool) -> store.Snapshot:
+    shared, kept, lines = _shared_prefix(ix.conn, data)
+    return store.parse(ledger, data, records=records, start=shared, line_no=lines, known=known(ix.conn, kept))

@@ -1,0 +1,370 @@
+"""What a briefing's outline reads of the index (``context.outline.IndexedOutline``), one function per query.
+
+Per-record facts (seq, retired_by, degree, pinned), the ranking index's
+strata, scope holders, prerequisites, and a task's hits: the query's matches
+and scope points in a temporary table, ranked with their facts in SQL
+(``score.Scoring``'s key), and their prerequisite closure.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterator
+
+from docket_git.ledger.index.schema import _count
+
+#: A record's facts, as the functions below return them: (seq, retired_by, degree, pinned).
+Facts = tuple[int, str, int, int]
+
+
+def record_count(conn: sqlite3.Connection) -> int:
+    """How many records the index holds."""
+    return _count(conn)
+
+
+def record_facts(conn: sqlite3.Connection, rid: str) -> Facts | None:
+    """One record's facts (None: no such record)."""
+    return conn.execute(
+        "SELECT seq, retired_by, degree, pinned FROM records INDEXED BY records_facts WHERE id = ?", (rid,)
+    ).fetchone()
+
+
+def facts_of(conn: sqlite3.Connection, ids: list[str]) -> Iterator[tuple[str, int, str, int, int]]:
+    """(ID, seq, retired_by, degree, pinned) of the records among ids the index holds."""
+    return conn.execute(
+        "SELECT id, seq, retired_by, degree, pinned FROM records INDEXED BY records_facts"
+        " WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(ids),),
+    )
+
+
+def every_fact(conn: sqlite3.Connection) -> Iterator[tuple[str, int, str, int, int]]:
+    """(ID, seq, retired_by, degree, pinned) of every record."""
+    return conn.execute("SELECT id, seq, retired_by, degree, pinned FROM records INDEXED BY records_facts")
+
+
+def ids_in_order(conn: sqlite3.Connection, *, current: bool = False) -> list[str]:
+    """Every record's ID (``current``: only those no record supersedes), in file order."""
+    where = " WHERE retired_by = ''" if current else ""
+    return [rid for (rid,) in conn.execute(f"SELECT id FROM records{where} ORDER BY seq")]
+
+
+def ids_between(conn: sqlite3.Connection, start: int, stop: int) -> list[str]:
+    """The IDs of the records at positions start to stop (excluded)."""
+    rows = conn.execute("SELECT id FROM records WHERE seq >= ? AND seq < ? ORDER BY seq", (start, stop))
+    return [rid for (rid,) in rows]
+
+
+def id_at(conn: sqlite3.Connection, n: int) -> str:
+    """The ID of the record at position n (which the index holds)."""
+    return conn.execute("SELECT id FROM records WHERE seq = ?", (n,)).fetchone()[0]
+
+
+def ids_at(conn: sqlite3.Connection, seqs: list[int]) -> Iterator[str]:
+    """The IDs of the records at these positions, in file order."""
+    found = conn.execute(
+        "SELECT id FROM records WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq", (json.dumps(seqs),)
+    )
+    return (rid for (rid,) in found)
+
+
+def positions(conn: sqlite3.Connection) -> list[tuple[str, int]]:
+    """(ID, seq) of every record, in file order."""
+    return list(conn.execute("SELECT id, seq FROM records ORDER BY seq"))
+
+
+def retirements(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+    """(ID, retired_by) of every retired record."""
+    return list(conn.execute("SELECT id, retired_by FROM records INDEXED BY records_rank WHERE retired_by > ''"))
+
+
+def degrees(conn: sqlite3.Connection) -> list[tuple[str, int]]:
+    """(ID, degree) of every record some record references."""
+    return list(conn.execute("SELECT id, degree FROM records WHERE degree != 0"))
+
+
+def retired_count(conn: sqlite3.Connection) -> int:
+    """How many records a later record supersedes."""
+    return conn.execute("SELECT count(*) FROM records INDEXED BY records_rank WHERE retired_by > ''").fetchone()[0]
+
+
+#: The current records over the ranking index (retired_by, pinned, degree, seq, id).
+_RANKED = "SELECT id FROM records INDEXED BY records_rank WHERE retired_by = '' "
+
+
+def current_ids(conn: sqlite3.Connection) -> Iterator[str]:
+    """The current records' IDs, in file order."""
+    return (rid for (rid,) in conn.execute(_RANKED + "ORDER BY seq"))
+
+
+def current_pinned(conn: sqlite3.Connection) -> set[str]:
+    """The current pinned records' IDs."""
+    return {rid for (rid,) in conn.execute(_RANKED + "AND pinned = 1")}
+
+
+# -- scopes ------------------------------------------------------------------------------------------
+
+#: The current records carrying a scope string, with their facts.
+_HOLDERS = (
+    "SELECT r.seq, r.id, r.degree, r.pinned FROM scopes s JOIN records r ON r.id = s.record"
+    " WHERE s.scope = ? AND +r.retired_by = ''"
+)
+
+
+def scope_strings(conn: sqlite3.Connection) -> list[str]:
+    """Every distinct scope string, in order (one probe of the scope index each); some only retired records carry."""
+    keys: list[str] = []
+    step = conn.execute
+    found = step("SELECT min(scope) FROM scopes").fetchone()[0]
+    while found is not None:
+        keys.append(found)
+        found = step("SELECT min(scope) FROM scopes WHERE scope > ?", (found,)).fetchone()[0]
+    return keys
+
+
+def scope_holders(conn: sqlite3.Connection, scope: str) -> list[tuple[int, str, int, int]]:
+    """(seq, ID, degree, pinned) of the current records carrying a scope string (any order)."""
+    return conn.execute(_HOLDERS, (scope,)).fetchall()
+
+
+#: The current records a matched scope holds (scope, strength, via rename: a JSON array of triples), best
+#: match each, in ranking order (weights ?2-?6: recency, span, degree, degree_cap, pinned).
+_SCOPE_HITS = (
+    "WITH m(scope, strength, renamed) AS (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'),"
+    " json_extract(value, '$[2]') FROM json_each(?1)),"
+    " h(id, seq, degree, pinned, points, renamed) AS (SELECT r.id, r.seq, r.degree, r.pinned, max(m.strength),"
+    " max(m.strength * m.renamed) = max(m.strength)"
+    " FROM m JOIN scopes s ON s.scope = m.scope JOIN records r INDEXED BY records_facts ON r.id = s.record"
+    " WHERE +r.retired_by = '' GROUP BY r.id)"
+    " SELECT id, seq, points, renamed, (((?2 * seq) / ?3 + ?4 * min(degree, ?5) + ?6 * pinned + points) << 40) | seq AS key"
+    " FROM h ORDER BY key DESC"
+)
+
+
+def scope_hits(conn: sqlite3.Connection, matched: str, weights: tuple) -> Iterator[tuple[str, int, int, int, int]]:
+    """(ID, seq, scope points, via rename, ranking key) of the current records matched scopes hold, best first.
+
+    ``matched``: a JSON array of [scope, strength, via rename]; ``weights``: recency, span, degree, degree_cap, pinned.
+    """
+    return conn.execute(_SCOPE_HITS, (matched, *weights))
+
+
+# -- relations -----------------------------------------------------------------------------------------
+
+#: The current prerequisites (depends_on) of the records in a JSON array.
+_PREREQUISITES = (
+    "SELECT r.target FROM relations r INDEXED BY relations_depends"
+    " JOIN records c INDEXED BY records_facts ON c.id = r.target AND +c.retired_by = ''"
+    " WHERE r.type = 'depends_on' AND r.source IN (SELECT value FROM json_each(?1))"
+)
+
+
+def current_prerequisites(conn: sqlite3.Connection, ids: list[str]) -> Iterator[str]:
+    """The current records the records among ids depend on (one row per edge)."""
+    return (rid for (rid,) in conn.execute(_PREREQUISITES, (json.dumps(ids),)))
+
+
+def depends_of(conn: sqlite3.Connection) -> Callable[[str], list[str] | None]:
+    """Record ID -> its depends_on (None: none)."""
+
+    def fetch(rid: str) -> list[str] | None:
+        rows = conn.execute(
+            "SELECT target FROM relations WHERE source = ? AND type = 'depends_on' ORDER BY rowid", (rid,)
+        )
+        return [t for (t,) in rows] or None
+
+    return fetch
+
+
+def blocked_of(conn: sqlite3.Connection) -> Callable[[str], list[str] | None]:
+    """Decision ID -> its blocked_by (None for any other record)."""
+
+    def fetch(rid: str) -> list[str] | None:
+        if not rid.startswith("d"):
+            return None  # only decisions have a blocked_by list
+        rows = conn.execute("SELECT blocker FROM blocked_by WHERE decision = ? ORDER BY position", (rid,))
+        return [b for (b,) in rows]
+
+    return fetch
+
+
+def resolvers_of(conn: sqlite3.Connection) -> Callable[[str], list[str] | None]:
+    """Question ID -> its resolved_by (None: none)."""
+
+    def fetch(rid: str) -> list[str] | None:
+        rows = conn.execute("SELECT resolver FROM resolved_by WHERE question = ? ORDER BY position", (rid,))
+        return [r for (r,) in rows] or None
+
+    return fetch
+
+
+def incoming_of(conn: sqlite3.Connection) -> Callable[[str], list[str] | None]:
+    """Record ID -> the current records citing it (supports, depends_on, answers; a question it resolves)."""
+
+    def fetch(rid: str) -> list[str] | None:
+        rows = conn.execute(
+            "SELECT s.id FROM records s INDEXED BY records_facts WHERE +s.retired_by = '' AND s.id IN ("
+            " SELECT source FROM relations WHERE target = ?1 AND type != 'supersedes'"
+            " UNION SELECT question FROM resolved_by WHERE resolver = ?1"
+            ") ORDER BY s.seq",
+            (rid,),
+        )
+        return [r for (r,) in rows] or None
+
+    return fetch
+
+
+# -- the ranking's strata ------------------------------------------------------------------------------
+
+_STRATUM = (
+    "SELECT seq, id FROM records INDEXED BY records_rank"
+    " WHERE retired_by = '' AND pinned = ? AND degree = ? ORDER BY seq DESC"
+)
+_STRATUM_WITHOUT = (
+    "SELECT seq, id FROM records INDEXED BY records_rank"
+    " WHERE retired_by = '' AND pinned = ? AND degree = ?"
+    " AND NOT EXISTS (SELECT 1 FROM temp.{table} t WHERE t.seq = records.seq) ORDER BY seq DESC"
+)
+_NEXT_PINNED = "SELECT min(pinned) FROM records INDEXED BY records_rank WHERE retired_by = '' AND pinned > ?"
+_NEXT_DEGREE = (
+    "SELECT min(degree) FROM records INDEXED BY records_rank WHERE retired_by = '' AND pinned = ? AND degree > ?"
+)
+
+
+def strata(conn: sqlite3.Connection) -> list[tuple[int, int]]:
+    """The distinct (pinned, degree) pairs of current records, one index probe each, in order."""
+    pairs = []
+    step = conn.execute
+    pinned = step(_NEXT_PINNED, (-1,)).fetchone()[0]
+    while pinned is not None:
+        degree = step(_NEXT_DEGREE, (pinned, -1)).fetchone()[0]
+        while degree is not None:
+            pairs.append((pinned, degree))
+            degree = step(_NEXT_DEGREE, (pinned, degree)).fetchone()[0]
+        pinned = step(_NEXT_PINNED, (pinned,)).fetchone()[0]
+    return pairs
+
+
+def stratum_query(without: str | None = None) -> Callable[[sqlite3.Connection, int, int], Iterator[tuple[int, str]]]:
+    """A reader of one stratum's (seq, ID), newest first; ``without``: a task's hits table whose records it skips."""
+    sql = _STRATUM if without is None else _STRATUM_WITHOUT.format(table=without)
+
+    def stratum(conn: sqlite3.Connection, pinned: int, degree: int) -> Iterator[tuple[int, str]]:
+        return conn.execute(sql, (pinned, degree))
+
+    return stratum
+
+
+# -- a task's hits ---------------------------------------------------------------------------------------
+
+#: The retired records' seqs.
+_RETIRED = "SELECT seq FROM records INDEXED BY records_rank WHERE retired_by > ''"
+#: A task's hits table: seq, the query's mask, scope points, via rename.
+_TASK_COLUMNS = (
+    "seq INTEGER PRIMARY KEY, mask INTEGER NOT NULL, scope INTEGER NOT NULL DEFAULT 0,"
+    " renamed INTEGER NOT NULL DEFAULT 0"
+)
+#: The task hits best first, with their facts: the key of ``score.Scoring`` (weights ?1-?5: recency, span,
+#: degree, degree_cap, pinned; ?6 the text weight, ?7 the points it is reached at; {points}: from the mask).
+_TASK_RANKED = (
+    "SELECT ((((?1 * t.seq) / ?2 + ?3 * min(r.degree, ?4) + ?5 * r.pinned + t.scope"
+    " + ?6 * min({points}, ?7) / ?7) << 40) | t.seq) AS key, t.seq, r.id, r.degree, r.pinned, t.mask, t.scope, t.renamed"
+    " FROM {join} ORDER BY key DESC"
+)
+#: How the ranking reaches a hit's facts: few hits each by its seq; many (over half the current records) by
+#: one pass over the current records' ranking index, which is smaller than the records rows and read in order.
+_BY_SEQ = "temp.{table} t CROSS JOIN records r ON r.seq = t.seq"
+_BY_RANK = "records r INDEXED BY records_rank CROSS JOIN temp.{table} t ON t.seq = r.seq WHERE r.retired_by = ''"
+#: The pinned task hits, with their facts.
+_TASK_PINNED = (
+    "SELECT r.seq, r.id, r.degree, t.mask, t.scope, t.renamed FROM records r INDEXED BY records_rank"
+    " CROSS JOIN temp.{table} t ON t.seq = r.seq WHERE r.retired_by = '' AND r.pinned = 1"
+)
+#: The current records outside the hits that the hits' prerequisites reach through current records, by seq:
+#: a step stops at a hit (its own prerequisites are steps already) and at a retired record.
+_EXTRAS = (
+    "WITH RECURSIVE c(seq) AS ({seed}"
+    " UNION SELECT p.target FROM c CROSS JOIN prerequisites p INDEXED BY prerequisites_source ON p.source = c.seq"
+    "{outside}) SELECT seq FROM c"
+)
+#: A step's target is no hit and not retired (``{retired}``: the retired records' seqs).
+_OUTSIDE = (
+    " LEFT JOIN temp.{table} o ON o.seq = p.target LEFT JOIN temp.{retired} x ON x.seq = p.target"
+    " WHERE o.seq IS NULL AND x.seq IS NULL"
+)
+#: The first steps: from each hit (few hits), or each prerequisite edge whose source is a hit (many).
+_SEED_BY_HIT = (
+    "SELECT p.target FROM temp.{table} h CROSS JOIN prerequisites p INDEXED BY prerequisites_source"
+    " ON p.source = h.seq{outside}"
+)
+_SEED_BY_EDGE = "SELECT p.target FROM prerequisites p CROSS JOIN temp.{table} h ON h.seq = p.source{outside}"
+
+
+def task_tables(conn: sqlite3.Connection, table: str) -> bool:
+    """Create a task's hits table and ``<table>_retired`` (the retired records' seqs); False when it cannot.
+
+    Written before any ranking reads: DDL would abort the statements reading.
+    """
+    try:
+        conn.execute(f"CREATE TEMP TABLE {table} ({_TASK_COLUMNS})")
+        conn.execute(f"CREATE TEMP TABLE {table}_retired (seq INTEGER PRIMARY KEY)")
+    except sqlite3.Error:
+        return False  # no temporary tables on this connection
+    conn.execute(f"INSERT INTO temp.{table}_retired {_RETIRED}")
+    return True
+
+
+def add_scope_points(conn: sqlite3.Connection, table: str, rows: list[tuple[int, int, int]]) -> None:
+    """Give task hits (seq, scope points, via rename) their scope points; records no query term hit join them."""
+    conn.executemany(
+        f"INSERT INTO temp.{table} (seq, mask, scope, renamed) VALUES (?, 0, ?, ?)"
+        " ON CONFLICT (seq) DO UPDATE SET scope = excluded.scope, renamed = excluded.renamed",
+        rows,
+    )
+
+
+def hit_count(conn: sqlite3.Connection, table: str) -> int:
+    """How many task hits a hits table holds."""
+    return conn.execute(f"SELECT count(*) FROM temp.{table}").fetchone()[0]
+
+
+def pinned_hits(conn: sqlite3.Connection, table: str) -> Iterator[tuple[int, str, int, int, int, int]]:
+    """(seq, ID, degree, mask, scope points, via rename) of the current pinned task hits."""
+    return conn.execute(_TASK_PINNED.format(table=table))
+
+
+def hit_row(conn: sqlite3.Connection, table: str, seq: int) -> tuple[int, int, int] | None:
+    """(mask, scope points, via rename) of the record at seq, when it is a task hit."""
+    return conn.execute(f"SELECT mask, scope, renamed FROM temp.{table} WHERE seq = ?", (seq,)).fetchone()
+
+
+def hit_ids(conn: sqlite3.Connection, table: str) -> Iterator[str]:
+    """The task hits' IDs, in file order."""
+    query = f"SELECT r.id FROM temp.{table} t CROSS JOIN records r ON r.seq = t.seq ORDER BY t.seq"
+    return (rid for (rid,) in conn.execute(query))
+
+
+def ranked_hits(
+    conn: sqlite3.Connection, table: str, points: list[int], by_rank: bool, weights: tuple
+) -> Iterator[tuple[int, int, str, int, int, int, int, int]]:
+    """(key, seq, ID, degree, pinned, mask, scope points, via rename) of the task hits, best first.
+
+    ``points``: each mask bit's query points (``match_query``); ``by_rank``: reach the facts through the
+    ranking index (many hits) rather than by seq; ``weights``: recency, span, degree, degree_cap, pinned,
+    the text weight and the points it is reached at.
+    """
+    expr = " + ".join(f"((t.mask >> {i}) & 1) * {p}" for i, p in enumerate(points) if p) or "0"
+    join = (_BY_RANK if by_rank else _BY_SEQ).format(table=table)
+    return conn.execute(_TASK_RANKED.format(join=join, points=expr), weights)
+
+
+def closure_extras(conn: sqlite3.Connection, table: str, hits: int) -> set[int]:
+    """The seqs of the current records outside the task hits (``hits`` of them) that their prerequisites reach."""
+    retired = f"{table}_retired"
+    edges = conn.execute("SELECT max(rowid) FROM prerequisites").fetchone()[0] or 0
+    # The first steps from the hits: each hit's prerequisites (few hits), or every prerequisite edge
+    # whose source is a hit (many: a common term's tens of thousands).
+    outside = _OUTSIDE.format(table=table, retired=retired)
+    seed = (_SEED_BY_HIT if 2 * hits < edges else _SEED_BY_EDGE).format(table=table, outside=outside)
+    return {seq for (seq,) in conn.execute(_EXTRAS.format(seed=seed, outside=outside))}
