@@ -319,6 +319,32 @@ def append(root: Path, ledger: Ledger, operations: list[object], *, txn: str | N
     raise AssertionError("unreachable")  # the loop returns or raises
 
 
+def persistence_result(ledger: Ledger, op: object, record_id: str, txn: str, new: bool) -> dict:
+    """The spec's persistence result of one written operation: ledger, its type, the operation, the
+    deterministic record ID, the transaction ID and the validation status, never the values. What
+    ``docket ledger append|map-put|map-delete|note-add|note-vote --json`` print and the MCP tools return."""
+    operation = op.get("operation") if isinstance(op, dict) and ledger.type is not None else None
+    return {
+        "ledger": ledger.name,
+        "type": ledger.type or "untyped",
+        "operation": operation if isinstance(operation, str) else "record",
+        "record_id": record_id,
+        "transaction_id": txn,
+        "status": "valid" if new else "valid (already recorded)",
+    }
+
+
+def result_line(result: dict) -> str:
+    """The persistence result as one readable line, the record ID first (``cut -f1`` takes it)."""
+    done = "recorded" if result["status"] == "valid" else "already recorded"
+    txn = result["transaction_id"]
+    txn = txn if txn.isprintable() else json.dumps(txn)  # a newline or tab in --txn never splits the line
+    return (
+        f"{result['record_id']}\t{result['operation']} on {result['type']} ledger '{result['ledger']}', "
+        f"transaction {txn}: valid, {done}"
+    )
+
+
 #: How much of a typed ledger's end an append reads: the 4 KB the batch journal digests, and the last line.
 _TAIL = 1 << 16
 
