@@ -180,7 +180,17 @@ def path(name: Annotated[str, typer.Argument(help="The ledger.")]) -> None:
 
 
 @ledger_app.command("check")
-def check(name: Annotated[str, typer.Argument(help="The ledger.")]) -> None:
+def check(
+    name: Annotated[str, typer.Argument(help="The ledger.")],
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Say first where and why gh-aw's projection fails, with its message "
+            "(or strict = true in the declaration).",
+        ),
+    ] = False,
+) -> None:
     """List every line or record replay skipped, with its line and reason (exit 1 if any)."""
     from docket_git.typed import api
 
@@ -190,7 +200,13 @@ def check(name: Annotated[str, typer.Argument(help="The ledger.")]) -> None:
     if not found:
         typer.echo(f"docket: {rel} replays cleanly")
         return
-    typer.echo(f"docket: {rel} has {len(found)} diagnostic(s); the rest replays")
+    if strict or ledger.strict:
+        typer.echo(
+            f"docket: {rel} fails under --strict, where gh-aw's projection fails: {api.strict_failure(root, ledger)}"
+        )
+        typer.echo(f"docket: {rel} has {len(found)} diagnostic(s):")
+    else:
+        typer.echo(f"docket: {rel} has {len(found)} diagnostic(s); the rest replays")
     for code, line, rid, detail in found:
         where = f"line {line}" if line else "ledger"
         typer.echo(f"  {where}{f' ({rid})' if rid else ''}: {code}: {detail}")

@@ -51,7 +51,16 @@ QUERY = Command(
     "Run read-only SQL on the ledger's SQLite projection (tables: records, state, notes, ...).",
     "",
     (Arg("name", "The ledger.", "NAME"), Arg("sql", "One read-only SQL statement.", "SQL")),
-    (Opt("--json", "as_json", "Rows as a JSON list of objects.", bare=True), *limits.OPTIONS),
+    (
+        Opt("--json", "as_json", "Rows as a JSON list of objects.", bare=True),
+        Opt(
+            "--strict",
+            "strict",
+            "Fail, as gh-aw's projection does, when replay skipped anything (or strict = true in the declaration).",
+            bare=True,
+        ),
+        *limits.OPTIONS,
+    ),
 )
 COMMANDS = {"append": APPEND, "query": QUERY}
 
@@ -112,11 +121,15 @@ def run_append(values: dict[str, Any]) -> None:
 
 
 def run_query(values: dict[str, Any]) -> None:
-    """``docket ledger query NAME SQL [--json]``."""
+    """``docket ledger query NAME SQL [--json] [--strict]``."""
     from docket_git.typed import api
 
     bounds = limits.limits(values)
     root, ledger = resolve(values["name"])
+    if values["strict"] or ledger.strict:
+        refusal = api.strict_error(root, ledger)
+        if refusal is not None:
+            raise refusal
     columns, rows = api.query(root, ledger, values["sql"], bounds)
     as_json, out = values["as_json"], sys.stdout
     if ledger.type == "notes":

@@ -495,6 +495,66 @@ def diagnostics(root: Path, ledger: Ledger) -> list[tuple]:
     return query(root, ledger, "SELECT code, line, id, detail FROM diagnostics ORDER BY line, code")[1]
 
 
+#: gh-aw's error text for each operation docket skips, found by docket's own wording (the reference,
+#: section 5); an operation docket refuses in words not listed here fails with docket's detail.
+GH_AW_ERRORS = (
+    ("already exists; use update or upsert", "Table key already exists"),
+    ("does not exist; insert it first", "Table key does not exist"),
+    ("would leave the safe integer range", "Counter exceeds safe integer range"),
+    ("the vote references a missing note", "Vote references a missing note"),
+    ("larger than one replay cell", "Replay cell exceeds size limit"),
+    ("duplicate note record ID", "Duplicate note record ID"),
+    ("does not match the schema of ledger", "Ledger value does not match schema"),
+    ("must be an object with a string primary key", "Table row must contain a string primary key"),
+    ("patch must", "Table patch must be an object without the primary key"),
+    ("amount must be a nonnegative safe integer", "Counter requires a nonnegative safe integer amount and a name"),
+    ("name must be a nonempty string", "Counter requires a nonnegative safe integer amount and a name"),
+    ("key must be a string", "Ledger key must be a string"),
+    ("unknown field", "Invalid ledger operation fields"),
+    ("needs the field", "Invalid ledger operation fields"),
+    ("operation must be one of", "Unsupported ledger operation"),
+)
+#: What gh-aw's projection says when reconstructing the history gave any diagnostic.
+GH_AW_INVALID_HISTORY = "Ledger branch contains invalid canonical records"
+
+
+def strict_failure(root: Path, ledger: Ledger) -> str | None:
+    """Why gh-aw's projection of this ledger would fail (its message, then where), or None when it would not.
+
+    gh-aw never skips (the reference, section 4): any diagnostic of reading and ordering the records
+    fails it with one message; otherwise the first operation that fails in its replay order (notes
+    before votes, each in canonical order) fails it with the reducer's message.
+    """
+    found = query(
+        root,
+        ledger,
+        "SELECT d.code, d.line, d.id, d.detail, r.ordinal, "
+        "(r.type = 'vote' OR (r.type = 'ledger_append' AND json_extract(r.payload, '$.operation') = 'vote')) "
+        "FROM diagnostics d LEFT JOIN records r ON r.line = d.line AND d.code = 'invalid-operation' "
+        "ORDER BY d.code = 'invalid-operation', 6, r.ordinal, d.line",
+    )[1]
+    if not found:
+        return None
+    code, line, rid, detail, _, _ = found[0]
+    where = f"line {line}" if line else "the ledger"
+    if code != "invalid-operation":
+        return f"{GH_AW_INVALID_HISTORY} ({where}: {code}: {detail})"
+    text = next((gh for ours, gh in GH_AW_ERRORS if ours in detail), None)
+    detail = detail.removesuffix("; skipped")
+    return f"{text} ({where}, {rid}: {detail})" if text else f"{detail} ({where}, {rid})"
+
+
+def strict_error(root: Path, ledger: Ledger) -> LedgerError | None:
+    """The refusal ``--strict`` gives for this ledger, or None when gh-aw's projection would succeed."""
+    why = strict_failure(root, ledger)
+    if why is None:
+        return None
+    return LedgerError(
+        f"ledger '{ledger.name}' fails under --strict, where gh-aw's projection fails: {why}; "
+        f"'docket ledger check {ledger.name}' lists every diagnostic"
+    )
+
+
 def state_dump(conn: sqlite3.Connection, ledger: Ledger) -> list:
     """Everything a ledger's replay derives, as comparable rows (records ordered by replay)."""
     out: list = [conn.execute("SELECT id, sha, type, timestamp, payload FROM records ORDER BY ordinal").fetchall()]
