@@ -158,6 +158,7 @@ CASES: dict[str, Case] = {
     "list-oneline": Case(
         ["list", "--oneline", "--superseded"], "every record, one line each: what shell completion runs for IDs"
     ),
+    "check": Case(["check"], "docket check: every line valid against the index (issue 32 compares it with Docket's)"),
     "show": Case(["show", "{first}", "--json"], "one record by ID"),
     "show-human": Case(["show", "{last}"], "the newest record, as people read it (labels of the records it cites)"),
     "append": Case(

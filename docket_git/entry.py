@@ -2,7 +2,8 @@
 
 Git and agents start ``docket merge-driver``, ``docket hook``, ``docket
 context``, the recording commands, ``docket list``, ``docket show``, ``docket ledger
-append|query`` and ``docket session write`` many times a day, so those are routed
+append|query``, ``docket session write`` and the commit guard ``docket check --staged``
+many times a day, so those are routed
 here to light modules before Typer (and with it click, rich and pydantic) is
 imported. Everything else, and any of
 those with arguments the light parser does not take (``--help``), goes to the
@@ -27,6 +28,7 @@ LIGHT: dict[tuple[str, ...], tuple[str, bool]] = {
     ("ledger", "query"): ("docket_git.cli.ledger_fast", True),
     ("session", "write"): ("docket_git.cli.session_fast", False),
     ("sql",): ("docket_git.cli.sql", False),
+    ("check",): ("docket_git.cli.check", False),
     ("mcp",): ("docket_git.cli.mcp", False),
 }
 

@@ -109,12 +109,12 @@ def _to_null(stdout: object, stderr: object) -> None:
 
 
 def guarded(run: Callable[[], object]) -> int:
-    """Run a command; return its exit code, with any failure reported the one way."""
+    """Run a command; return its exit code (an int it returns, else OK), with any failure reported the one way."""
     try:
-        run()
+        code = run()
     except (Exception, KeyboardInterrupt) as exc:
         if os.environ.get("DOCKET_DEBUG") and not isinstance(exc, LedgerError | BrokenPipeError):
             raise
         return report(exc)
     flush_notices()
-    return OK
+    return code if isinstance(code, int) else OK

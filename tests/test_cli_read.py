@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from .conftest import Repo
 
 
@@ -130,3 +132,40 @@ def test_show_of_a_held_record_never_imports_typer(repo: Repo) -> None:
     assert "docket_git.cli.show" in imported
     assert not {"typer", "pydantic", "pygit2"} & imported
     assert repo.ok("show", "-h").out.startswith("Usage: docket show")  # help is Typer's
+
+
+@pytest.mark.parametrize("args", [["check"], ["check", "--staged"], ["check", "--staged", "--against", "HEAD"]])
+def test_check_and_the_commit_guard_never_import_typer(repo: Repo, args: list[str]) -> None:
+    """git runs ``docket check --staged`` on every commit: a plain check answers without Typer, click or rich."""
+    import subprocess
+    import sys
+
+    seed(repo)
+    repo.git("add", "-A")
+    repo.git("commit", "-qm", "seed")
+    repo.ok("claim", "One more premise")
+    repo.git("add", "-A")
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "docket_git", *args],
+        cwd=repo.path,
+        env=repo.env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "import time:" in line}
+    assert "docket_git.cli.check" in imported
+    assert not {"typer", "click", "rich"} & imported
+    assert repo.ok("check", "-h").out.startswith("Usage: docket check")  # help is Typer's
+
+
+def test_check_reports_faults_with_exit_1_and_usage_errors_with_exit_2(repo: Repo) -> None:
+    seed(repo)
+    bad = len(repo.ledger.read_bytes().splitlines()) + 1
+    with repo.ledger.open("a") as f:
+        f.write('{"schema":2,"kind":"claim"\n')
+    result = repo.docket("check")
+    assert result.code == 1
+    assert "has 1 fault(s)" in result.out and f"line {bad}: invalid JSON" in result.out, result.out
+    misuse = repo.docket("check", "--against", "HEAD")
+    assert misuse.code == 2 and misuse.err.strip() == "docket: --against only applies with --staged"

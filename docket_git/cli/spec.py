@@ -177,7 +177,7 @@ class Command:
             return None
         return values
 
-    def run_light(self, argv: list[str], run: Callable[[dict[str, Any]], None]) -> int | None:
+    def run_light(self, argv: list[str], run: Callable[[dict[str, Any]], int | None]) -> int | None:
         """Run a plain invocation through ``run`` behind ``errors.guarded`` (its exit code); None for Typer."""
         from docket_git.errors import guarded
 
@@ -186,7 +186,7 @@ class Command:
             return None
         return guarded(lambda: run(values))
 
-    def register(self, app: Any, run: Callable[[dict[str, Any]], None]) -> None:
+    def register(self, app: Any, run: Callable[[dict[str, Any]], int | None]) -> None:
         """Add this command to a Typer app; it calls ``run`` with the same values ``parse`` gives."""
         import inspect
 
@@ -225,7 +225,9 @@ class Command:
                     values[opt.dest] = []
                 elif opt.integer and isinstance(values.get(opt.dest), str):
                     values[opt.dest] = integer(opt.flag, values[opt.dest])
-            run(values)
+            code = run(values)
+            if isinstance(code, int) and code:
+                raise typer.Exit(code)
 
         command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
         command.__annotations__ = annotations
