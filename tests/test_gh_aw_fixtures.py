@@ -71,9 +71,22 @@ def test_a_gh_aw_ledger_replays_to_gh_aw_s_projection(repo: Repo, case: str, exp
         assert said.code == 0 and said.err.endswith(
             f"docket: note: 1 diagnostic(s): lines or operations replay skipped; 'docket ledger check {name}' lists them\n"
         ), said.err
+        # --strict fails exactly where gh-aw's projection fails, with gh-aw's message.
+        strict = repo.docket("ledger", "query", name, "SELECT count(*) FROM state", "--strict")
+        assert strict.code == 1 and strict.out == "", strict
+        assert strict.err.startswith(
+            f"docket: ledger '{name}' fails under --strict, where gh-aw's projection fails: {expected['error']} (line "
+        ), strict.err
+        checked = repo.docket("ledger", "check", name, "--strict")
+        assert checked.code == 1 and f"gh-aw's projection fails: {expected['error']} (line " in checked.out
+        config = repo.path / ".docket" / "config.toml"
+        config.write_text(config.read_text() + "strict = true\n")  # the declaration's key does the same
+        keyed = repo.docket("ledger", "query", name, "SELECT count(*) FROM state")
+        assert keyed.code == 1 and keyed.err == strict.err
     else:
         assert diagnostics == []
         assert "diagnostic" not in repo.docket("ledger", "query", name, "SELECT 1").err
+        assert repo.docket("ledger", "query", name, "SELECT 1", "--strict").code == 0  # gh-aw's succeeds too
         for table, rows in (expected["tables"] or {}).items():
             if not rows:
                 assert query(repo, name, f"SELECT count(*) AS n FROM {table}") == [{"n": 0}]
@@ -83,3 +96,18 @@ def test_a_gh_aw_ledger_replays_to_gh_aw_s_projection(repo: Repo, case: str, exp
             key = lambda row: json.dumps(row, sort_keys=True)  # noqa: E731
             assert sorted(got, key=key) == sorted(rows, key=key), table
     assert target.read_bytes() == before
+
+
+def test_strict_fails_on_any_history_diagnostic_as_gh_aw_does(repo: Repo) -> None:
+    """gh-aw refuses a history with any reconstruct diagnostic (here a line that is not JSON), with one message."""
+    case = FIXTURES / "03-map-put-delete"
+    name = declare(repo, json.loads((case / "config.json").read_text()))
+    target = repo.path / ".docket" / "ledgers" / f"{name}.jsonl"
+    target.parent.mkdir(exist_ok=True)
+    target.write_bytes((case / "ledger.jsonl").read_bytes() + b"{not json\n")
+    assert repo.docket("ledger", "query", name, "SELECT count(*) FROM state").code == 0  # docket skips it
+    strict = repo.docket("ledger", "query", name, "SELECT count(*) FROM state", "--strict")
+    assert (
+        strict.code == 1 and "gh-aw's projection fails: Ledger branch contains invalid canonical records" in strict.err
+    )
+    assert "invalid-json" in strict.err

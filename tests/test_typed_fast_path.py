@@ -24,7 +24,9 @@ from .typed_helpers import declare
 
 TYPER = [sys.executable, "-c", "import sys; from docket_git.cli.main import run; run(sys.argv[1:])"]
 STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?(Z|\+00:00)")
-RANDOM_ID = re.compile(r"ldg-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+RANDOM_ID = re.compile(
+    r"ldg-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}|local:[0-9a-f]{32}"
+)  # a record ID, and the random transaction ID a write without --txn prints in its result
 NOTE_OP = {"operation": "note", "subject": "s", "note": "n", "reason": "r",
            "citations": [{"type": "repository", "path": "a.txt", "start_line": 1}]}  # fmt: skip
 
@@ -115,6 +117,8 @@ CALLS: list[tuple[list[str], str]] = [
     (["ledger", "append", "findings", OP, "--txn", "t1"], ""),
     (["ledger", "append", "findings", OP, "--txn=t2"], ""),
     (["ledger", "append", "findings", OP], ""),
+    (["ledger", "append", "findings", OP, "--json", "--txn", "t4"], ""),
+    (["ledger", "append", "--json", "findings", OP], ""),
     (["ledger", "append", "--txn", "t3", "metrics", '{"operation": "decrement", "name": "runs", "amount": 1}'], ""),
     (["ledger", "append", "findings", '{"operation": "insert", "value": {"id": "f1", "severity": "x"}}'], ""),
     (

@@ -216,5 +216,7 @@ def test_a_branch_whose_insert_lost_does_not_update_the_winner_s_row(shared: Rep
     assert checked.code == 1
     assert "table key 'f1' already exists" in checked.out
     assert "this branch's insert of it was skipped" in checked.out and "its update is skipped too" in checked.out
+    strict = shared.docket("ledger", "check", "findings", "--strict")  # gh-aw fails at the losing insert
+    assert strict.code == 1 and "gh-aw's projection fails: Table key already exists (line " in strict.out
     ok_op(shared, "findings", {"operation": "update", "key": "f1", "patch": {"seen": "both"}})
     assert json.loads(state(shared, "findings")[0]["value"])["seen"] == "both"

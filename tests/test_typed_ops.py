@@ -104,11 +104,21 @@ def test_counter_arithmetic_and_amount_rules(typed: Repo):
 def test_notes_and_votes_with_the_seed_ranking_query(typed: Repo):
     (typed.path / "src.py").write_text("a = 1\nb = 2\nc = 3\n")
     first = typed.ok(
-        "ledger", "note-add", "--subject", "b", "--note", "b is two", "--reason", "line 2", "--cite", "src.py:2"
-    ).out.strip()
+        "ledger",
+        "note-add",
+        "--subject",
+        "b",
+        "--note",
+        "b is two",
+        "--reason",
+        "line 2",
+        "--cite",
+        "src.py:2",
+        "--json",
+    ).json()["record_id"]
     second = typed.ok(
         "ledger", "note-add", "knowledge", "--subject", "c", "--note", "c is 3", "--reason", "r", "--cite", "src.py"
-    ).out.strip()
+    ).out.split("\t")[0]
     typed.ok("ledger", "note-vote", first, "up", "--reason", "checked")
     typed.ok("ledger", "note-vote", "knowledge", first, "up")
     typed.ok("ledger", "note-vote", second, "down")
@@ -150,11 +160,12 @@ def test_notes_and_votes_with_the_seed_ranking_query(typed: Repo):
 def test_citation_verification_after_editing_the_cited_file(typed: Repo):
     src = typed.path / "src.py"
     src.write_text("one\ntwo\nthree\nfour\n")
-    kept = typed.ok("ledger", "note-add", "--subject", "s", "--note", "n", "--reason", "r", "--cite", "src.py:1").out
-    moved = typed.ok("ledger", "note-add", "--subject", "s", "--note", "n", "--reason", "r", "--cite", "src.py:3-4").out
-    changed = typed.ok("ledger", "note-add", "--subject", "s", "--note", "n", "--reason", "r", "--cite", "src.py:2").out
+    note = ("ledger", "note-add", "--subject", "s", "--note", "n", "--reason", "r", "--cite")
+    kept = typed.ok(*note, "src.py:1").out.split("\t")[0]  # the record ID is the line's first field
+    moved = typed.ok(*note, "src.py:3-4").out.split("\t")[0]
+    changed = typed.ok(*note, "src.py:2").out.split("\t")[0]
     (typed.path / "other.py").write_text("x\n")
-    gone = typed.ok("ledger", "note-add", "--subject", "s", "--note", "n", "--reason", "r", "--cite", "other.py").out
+    gone = typed.ok(*note, "other.py").out.split("\t")[0]
     report = {r["note_id"]: r["status"] for r in json.loads(typed.ok("ledger", "verify", "--json").out)}
     assert set(report.values()) == {"unchanged"}
     src.write_text("one\nTWO\ninserted\nthree\nfour\n")
@@ -179,14 +190,15 @@ def test_jsonl_batch_is_all_or_nothing(typed: Repo):
     assert result.code == 1 and "operation 2" in result.err
     assert snapshot(typed) == before
     result = typed.ok("ledger", "append", "history", "-", input=f"{good}\n{good}\n")
-    assert len(result.out.split()) == 2
+    assert len(result.out.splitlines()) == 2
     assert len(state(typed, "history")) == 2
 
 
 def test_retried_transaction_is_a_no_op_and_a_changed_one_conflicts(typed: Repo):
     first = ok_op(typed, "metrics", {"operation": "increment", "name": "n", "amount": 1}, "--txn", "run-7")
     again = op(typed, "metrics", {"operation": "increment", "name": "n", "amount": 1}, "--txn", "run-7")
-    assert again.code == 0 and again.out.strip() == f"{first} (already recorded)"
+    assert again.code == 0
+    assert again.out == f"{first}\tincrement on counter ledger 'metrics', transaction run-7: valid, already recorded\n"
     assert state(typed, "metrics") == [{"name": "n", "value": 1}]
     refused(typed, "metrics", {"operation": "increment", "name": "n", "amount": 2, "x": 1}, "unknown field")
     before = snapshot(typed)
@@ -256,3 +268,52 @@ def test_bad_environments_give_clear_messages(typed: Repo, tmp_path):
     assert result.code == 0  # the table needs no configuration
     result = typed.docket("ledger", "list")
     assert result.code == 1 and "config.toml" in result.err and "Traceback" not in result.err
+
+
+RESULT_KEYS = ["ledger", "type", "operation", "record_id", "transaction_id", "status"]
+
+
+@pytest.mark.parametrize(
+    "args, ltype, operation",
+    [
+        (["ledger", "append", "findings", '{"operation": "insert", "value": {"id": "secret-key", "severity": "s3"}}'],
+         "table", "insert"),
+        (["ledger", "append", "audit", '{"secret": "s3"}'], "untyped", "record"),
+        (["ledger", "map-put", "repositories", "secret-key", '{"secret": "s3"}'], "map", "put"),
+        (["ledger", "map-delete", "repositories", "secret-key"], "map", "delete"),
+        (["ledger", "note-add", "--subject", "secret", "--note", "s3", "--reason", "s3", "--cite", "src.py:1"],
+         "notes", "note"),
+    ],
+)  # fmt: skip
+def test_every_write_prints_the_persistence_result_without_the_values(typed: Repo, args, ltype, operation):
+    """Issue 30 item 5: --json prints the spec's persistence result (the one the MCP tools return, built by one
+    function), and without it one readable line, record ID first; neither echoes a value."""
+    (typed.path / "src.py").write_text("a = 1\n")
+    result = typed.ok(*args, "--json", "--txn", "t-1")
+    found = result.json()
+    assert list(found) == RESULT_KEYS
+    assert found["type"] == ltype and found["operation"] == operation and found["transaction_id"] == "t-1"
+    assert found["record_id"].startswith("ldg-") and found["status"] == "valid"
+    assert "s3" not in result.out and "secret" not in result.out
+    again = typed.ok(*args, "--txn", "t-1")  # the same transaction again: a no-op, said in one line
+    assert again.out == (
+        f"{found['record_id']}\t{operation} on {ltype} ledger '{found['ledger']}', transaction t-1: "
+        "valid, already recorded\n"
+    )
+    if ltype == "map" and operation == "put":  # the MCP tool returns what --json prints
+        from docket_git.cli import mcp_tools
+
+        tool = mcp_tools.call(typed.path, "ledger_map_put", {"ledger": "repositories", "key": "k", "value": {}})
+        assert list(tool.structured) == RESULT_KEYS and tool.structured["operation"] == "put"
+
+
+def test_a_batch_prints_one_result_per_operation(typed: Repo):
+    ops = "".join(json.dumps({"operation": "append", "value": v}) + "\n" for v in ("a", "b"))
+    result = typed.ok("ledger", "append", "history", "-", "--json", "--txn", "batch", input=ops)
+    rows = [json.loads(line) for line in result.out.splitlines()]
+    assert [r["operation"] for r in rows] == ["append", "append"] and len({r["record_id"] for r in rows}) == 2
+
+
+def test_a_transaction_id_with_a_newline_keeps_the_result_on_one_line(typed: Repo):
+    result = typed.ok("ledger", "append", "history", json.dumps({"operation": "append", "value": "a"}), "--txn", "a\nb")
+    assert result.out.count("\n") == 1 and 'transaction "a\\nb": valid, recorded' in result.out

@@ -51,10 +51,10 @@ def op(repo: Repo, name: str, operation: dict, *args: str) -> Result:
 
 
 def ok_op(repo: Repo, name: str, operation: dict, *args: str) -> str:
-    """Append one operation that must succeed; its record ID."""
+    """Append one operation that must succeed; its record ID (the first field of the line it prints)."""
     result = op(repo, name, operation, *args)
     assert result.code == 0, result.err
-    return result.out.strip()
+    return result.out.split("\t")[0]
 
 
 def rows(repo: Repo, name: str, sql: str) -> list[dict]:

@@ -43,6 +43,7 @@ _write = ledger_fast.write
 _TXN = typer.Option(
     "--txn", metavar="ID", help="Transaction ID: record IDs derive from it, so retrying the same write is a no-op."
 )
+_JSON = typer.Option("--json", help="Print the persistence result as a JSON object.")
 
 
 @ledger_app.command("types")
@@ -85,6 +86,7 @@ def _split(args: list[str], wanted: int, shape: str) -> tuple[str | None, list[s
 def map_put(
     args: Annotated[list[str], typer.Argument(metavar="[NAME] KEY VALUE_JSON", help="NAME may be omitted.")],
     txn: Annotated[str | None, _TXN] = None,
+    as_json: Annotated[bool, _JSON] = False,
 ) -> None:
     """Put KEY -> VALUE_JSON into a map ledger."""
     name, (key, value) = _split(args, 2, "[NAME] KEY VALUE_JSON")
@@ -99,6 +101,7 @@ def map_put(
             }
         ],
         txn,
+        as_json,
     )
 
 
@@ -106,10 +109,11 @@ def map_put(
 def map_delete(
     args: Annotated[list[str], typer.Argument(metavar="[NAME] KEY", help="NAME may be omitted.")],
     txn: Annotated[str | None, _TXN] = None,
+    as_json: Annotated[bool, _JSON] = False,
 ) -> None:
     """Delete KEY from a map ledger (an absent key is harmless)."""
     name, (key,) = _split(args, 1, "[NAME] KEY")
-    _write(name, "map", [{"operation": "delete", "key": key}], txn)
+    _write(name, "map", [{"operation": "delete", "key": key}], txn, as_json)
 
 
 def _citation(text: str) -> dict:
@@ -138,13 +142,14 @@ def note_add(
         list[str] | None, typer.Option("--cite", metavar="PATH[:START[-END]]", help="Repository evidence; repeatable.")
     ] = None,
     txn: Annotated[str | None, _TXN] = None,
+    as_json: Annotated[bool, _JSON] = False,
 ) -> None:
     """Add a note with evidence; each citation is pinned to HEAD and the cited lines' hash."""
     if not cite:
         usage("note-add needs at least one --cite PATH[:START[-END]]")
     op = {"operation": "note", "subject": subject, "note": note, "reason": reason}
     op["citations"] = [_citation(c) for c in cite]
-    _write(name, "notes", [op], txn)
+    _write(name, "notes", [op], txn, as_json)
 
 
 @ledger_app.command("note-vote")
@@ -152,13 +157,14 @@ def note_vote(
     args: Annotated[list[str], typer.Argument(metavar="[NAME] NOTE_ID up|down", help="NAME may be omitted.")],
     reason: Annotated[str | None, typer.Option("--reason", help="Why (optional).")] = None,
     txn: Annotated[str | None, _TXN] = None,
+    as_json: Annotated[bool, _JSON] = False,
 ) -> None:
     """Vote a note up or down after checking its cited evidence (each vote is a new record)."""
     name, (note_id, vote) = _split(args, 2, "[NAME] NOTE_ID up|down")
     op: dict = {"operation": "vote", "note_id": note_id, "vote": vote}
     if reason is not None:
         op["reason"] = reason
-    _write(name, "notes", [op], txn)
+    _write(name, "notes", [op], txn, as_json)
 
 
 ledger_fast.QUERY.register(ledger_app, ledger_fast.run_query)
@@ -174,7 +180,17 @@ def path(name: Annotated[str, typer.Argument(help="The ledger.")]) -> None:
 
 
 @ledger_app.command("check")
-def check(name: Annotated[str, typer.Argument(help="The ledger.")]) -> None:
+def check(
+    name: Annotated[str, typer.Argument(help="The ledger.")],
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Say first where and why gh-aw's projection fails, with its message "
+            "(or strict = true in the declaration).",
+        ),
+    ] = False,
+) -> None:
     """List every line or record replay skipped, with its line and reason (exit 1 if any)."""
     from docket_git.typed import api
 
@@ -184,7 +200,13 @@ def check(name: Annotated[str, typer.Argument(help="The ledger.")]) -> None:
     if not found:
         typer.echo(f"docket: {rel} replays cleanly")
         return
-    typer.echo(f"docket: {rel} has {len(found)} diagnostic(s); the rest replays")
+    if strict or ledger.strict:
+        typer.echo(
+            f"docket: {rel} fails under --strict, where gh-aw's projection fails: {api.strict_failure(root, ledger)}"
+        )
+        typer.echo(f"docket: {rel} has {len(found)} diagnostic(s):")
+    else:
+        typer.echo(f"docket: {rel} has {len(found)} diagnostic(s); the rest replays")
     for code, line, rid, detail in found:
         where = f"line {line}" if line else "ledger"
         typer.echo(f"  {where}{f' ({rid})' if rid else ''}: {code}: {detail}")

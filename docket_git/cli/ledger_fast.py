@@ -41,14 +41,26 @@ APPEND = Command(
             "OPERATION",
         ),
     ),
-    (TXN,),
+    (
+        TXN,
+        Opt("--json", "as_json", "Print each operation's persistence result as a JSON object (one a line).", bare=True),
+    ),
 )
 QUERY = Command(
     "query",
     "Run read-only SQL on the ledger's SQLite projection (tables: records, state, notes, ...).",
     "",
     (Arg("name", "The ledger.", "NAME"), Arg("sql", "One read-only SQL statement.", "SQL")),
-    (Opt("--json", "as_json", "Rows as a JSON list of objects.", bare=True), *limits.OPTIONS),
+    (
+        Opt("--json", "as_json", "Rows as a JSON list of objects.", bare=True),
+        Opt(
+            "--strict",
+            "strict",
+            "Fail, as gh-aw's projection does, when replay skipped anything (or strict = true in the declaration).",
+            bare=True,
+        ),
+        *limits.OPTIONS,
+    ),
 )
 COMMANDS = {"append": APPEND, "query": QUERY}
 
@@ -75,19 +87,26 @@ def resolve(name: str | None, ltype: str | None = None) -> tuple[Path, Any]:
     return root, api.resolve(root, name, ltype)
 
 
-def write(name: str | None, ltype: str | None, operations: list[object], txn: str | None) -> None:
-    """Append operations to a ledger and print each record's ID."""
+def write(
+    name: str | None, ltype: str | None, operations: list[object], txn: str | None, as_json: bool = False
+) -> None:
+    """Append operations to a ledger and print each one's persistence result: one readable line (the record ID
+    first), or with ``as_json`` one JSON object a line (ledger, type, operation, record ID, transaction ID,
+    validation status; never the values)."""
     from docket_git.typed import api
 
     root, ledger = resolve(name, ltype)
+    txn = txn or api.default_txn()
+    written = api.append(root, ledger, operations, txn=txn)
     out = sys.stdout
-    for rid, new in api.append(root, ledger, operations, txn=txn):
-        out.write(f"{rid}\n" if new else f"{rid} (already recorded)\n")
+    for op, (rid, new) in zip(operations, written, strict=True):
+        result = api.persistence_result(ledger, op, rid, txn, new)
+        out.write((json.dumps(result, ensure_ascii=False) if as_json else api.result_line(result)) + "\n")
     out.flush()
 
 
 def run_append(values: dict[str, Any]) -> None:
-    """``docket ledger append NAME OPERATION|- [--txn ID]``."""
+    """``docket ledger append NAME OPERATION|- [--txn ID] [--json]``."""
     operation = values["operation"]
     if operation == "-":
         ops = []
@@ -98,15 +117,19 @@ def run_append(values: dict[str, Any]) -> None:
             raise UsageError("no operations on stdin")
     else:
         ops = [json_arg(operation, "OPERATION")]
-    write(values["name"], None, ops, values["txn"])
+    write(values["name"], None, ops, values["txn"], values["as_json"])
 
 
 def run_query(values: dict[str, Any]) -> None:
-    """``docket ledger query NAME SQL [--json]``."""
+    """``docket ledger query NAME SQL [--json] [--strict]``."""
     from docket_git.typed import api
 
     bounds = limits.limits(values)
     root, ledger = resolve(values["name"])
+    if values["strict"] or ledger.strict:
+        refusal = api.strict_error(root, ledger)
+        if refusal is not None:
+            raise refusal
     columns, rows = api.query(root, ledger, values["sql"], bounds)
     as_json, out = values["as_json"], sys.stdout
     if ledger.type == "notes":

@@ -232,14 +232,7 @@ def _persist(root: Path, name: str | None, ltype: str | None, op: dict) -> dict:
     ledger = api.resolve(root, name, ltype)
     txn = api.default_txn()
     [(rid, new)] = api.append(root, ledger, [op], txn=txn)
-    return {
-        "ledger": ledger.name,
-        "type": ledger.type or "untyped",
-        "operation": op.get("operation", "record"),
-        "record_id": rid,
-        "transaction_id": txn,
-        "status": "valid" if new else "valid (already recorded)",
-    }
+    return api.persistence_result(ledger, op, rid, txn, new)
 
 
 def _ledger_write(root: Path, tool: str, args: dict) -> dict:

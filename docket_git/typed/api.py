@@ -5,9 +5,12 @@ compact and verify. The CLI (``docket ledger ...``) is a thin layer over these f
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import sqlite3
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 from docket_git.errors import notice
@@ -84,11 +87,171 @@ def _regular(path: Path) -> None:
         )
 
 
+# -- proof of currency: the source's content digest, and a seal no edit of the projection can keep -------
+#
+# The projection (a SQLite file in the user cache, mode 0444) holds the content digest of the bytes it
+# was replayed from (``replay_metadata.source_sha256``, over ``source_blocks``). Beside it, the seal
+# (``<projection>.seal``, 0444) holds that digest and the projection file's own size, mtime, ctime and
+# inode as docket last left them. Opening the projection checks both: an edit of the file (with
+# sqlite3, after a chmod) changes its ctime, which no one can set back, so it no longer matches the
+# seal, and the projection is rebuilt from the ledger with a notice. A changed source whose content
+# digest still matches (a touch, a checkout of the same bytes) is only restamped; one that grew past
+# the old bytes is extended; anything else is replayed again. See docs/typed-ledgers.md.
+
+
+_SEAL_SIZE = 1024
+
+
+def _seal_path(dbp: Path) -> Path:
+    return dbp.with_name(dbp.name + ".seal")
+
+
+def _stat_of(path: Path) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def _seal(dbp: Path, proof: tuple | None = None) -> None:
+    """Make the projection read-only and record, beside it, its stat and the proof it holds (given, or read)."""
+    os.chmod(dbp, 0o444)  # before the stat: a chmod changes the ctime
+    if proof is None:
+        proof = _proof(dbp)
+    text = json.dumps({"projection": _stat_of(dbp), "proof": None if proof is None else list(proof)}).encode()
+    # Written in place, padded to a fixed size: replacing or truncating a file makes ext4 flush it (~2 ms
+    # an append). A seal torn by a crash only costs a rebuild, with the notice.
+    text = text.ljust(_SEAL_SIZE)
+    seal = _seal_path(dbp)
+    try:
+        fd = os.open(seal, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o444)
+    except PermissionError:  # read-only to a user without root's override
+        os.chmod(seal, 0o644)
+        fd = os.open(seal, os.O_WRONLY | os.O_NOFOLLOW)
+    try:
+        os.pwrite(fd, text, 0)
+        if os.fstat(fd).st_size != len(text):
+            os.ftruncate(fd, len(text))
+        os.fchmod(fd, 0o444)
+    finally:
+        os.close(fd)
+
+
+def _read_seal(dbp: Path) -> dict | None:
+    try:
+        fd = os.open(_seal_path(dbp), os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        found = json.loads(os.read(fd, 1 << 16))
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+    return found if isinstance(found, dict) else None
+
+
+_PROOF = (
+    "SELECT size, mtime_ns, ctime_ns, ino, fingerprint, (SELECT min(source_sha256) FROM replay_metadata), "
+    "(SELECT count(DISTINCT source_sha256) FROM replay_metadata) FROM _source"
+)
+
+
+def _proof_in(conn: sqlite3.Connection) -> tuple | None:
+    row = conn.execute(_PROOF).fetchone()
+    return None if row is None or row[6] != 1 else row[:6]
+
+
+def _proof(dbp: Path) -> tuple | None:
+    """(source size, mtime_ns, ctime_ns, inode, fingerprint, source digest) the projection states, or None."""
+    if not dbp.exists():
+        return None
+    try:
+        conn = sqlite3.connect(db.read_only_uri(dbp), uri=True)
+        try:
+            return _proof_in(conn)
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+
+
+@contextlib.contextmanager
+def _writing(dbp: Path) -> Iterator[list]:
+    """Let docket write the projection (under its lock). Append to the list it yields to have it sealed after:
+    True, or the proof it committed (which saves reading it back)."""
+    os.chmod(dbp, 0o644)
+    done: list = []
+    try:
+        yield done
+    finally:
+        if done:
+            _seal(dbp, done[-1] if isinstance(done[-1], tuple) else None)
+
+
 def _ensure(root: Path, ledger: Ledger) -> Path:
-    _regular(ledger_file(root, ledger.name))
-    path = database(root, ledger)
-    db.ensure(ledger_file(root, ledger.name), path, _fingerprint(ledger), replay.build(ledger), replay.extend(ledger))
-    return path
+    """Make the ledger's projection current (under its lock); returns its path."""
+    source = ledger_file(root, ledger.name)
+    _regular(source)
+    dbp = database(root, ledger)
+    fingerprint = _fingerprint(ledger)
+    seal, stat = _read_seal(dbp), _stat_of(dbp)
+    sealed = seal.get("proof") if seal is not None and stat is not None and seal.get("projection") == stat else None
+    if sealed and sealed[4] == fingerprint and sealed[:4] == list(db.file_stat(source)):
+        return dbp  # current: the projection is as docket sealed it, the source as it was replayed (O(1))
+    proof = _proof(dbp)
+    # A projection docket sealed, or one of this version without its seal, must match its seal exactly.
+    if stat is not None and (seal is not None or (proof is not None and proof[4] == fingerprint)):
+        if sealed is None or proof is None or list(proof) != sealed:
+            rel = source.relative_to(root)
+            notice(
+                f"the projection of ledger '{ledger.name}' ({dbp}) was changed outside docket; rebuilt it from {rel}"
+            )
+        elif proof[4] == fingerprint and _by_content(source, dbp, ledger, fingerprint, proof):
+            return dbp
+    try:
+        data = files.read_bytes(source, None, files.LEDGER_CAP)  # never through a link, never unbounded
+    except FileNotFoundError:
+        data = b""
+    db.rebuild(source, dbp, fingerprint, replay.build(ledger), data, None)
+    _seal(dbp)
+    return dbp
+
+
+def _by_content(source: Path, dbp: Path, ledger: Ledger, fingerprint: str, proof: tuple) -> bool:
+    """A source whose stat changed: restamp it if its content digest is unchanged, extend the projection if it
+    grew past the old bytes; True when done, False when only a replay will do."""
+    try:
+        data = files.read_bytes(source, None, files.LEDGER_CAP)
+    except FileNotFoundError:
+        return False
+    blocks = replay.block_digests(data)
+    old_size = proof[0]
+    with _writing(dbp) as sealed:
+        conn = db.writer(dbp)
+        try:
+            if replay.source_digest(blocks) == proof[5]:
+                db.stamp(conn, source, fingerprint, proof[5])
+                conn.execute("COMMIT")
+                sealed.append(True)
+                return True
+            old = [row[0] for row in conn.execute("SELECT sha FROM source_blocks ORDER BY n")]
+            full, part = divmod(old_size, replay.BLOCK)
+            same_prefix = len(data) >= old_size and blocks[:full] == old[:full]
+            if same_prefix and part:
+                start = full * replay.BLOCK
+                same_prefix = len(old) == full + 1 and hashlib.sha256(data[start:old_size]).digest() == old[full]
+            if same_prefix and replay.extend(ledger)(conn, data, old_size):
+                (digest,) = conn.execute("SELECT source_sha256 FROM replay_metadata LIMIT 1").fetchone()
+                db.stamp(conn, source, fingerprint, digest)
+                conn.execute("COMMIT")
+                sealed.append(True)
+                return True
+            conn.execute("ROLLBACK")
+            return False
+        finally:
+            conn.close()
 
 
 def projection(root: Path, ledger: Ledger) -> Path:
@@ -156,6 +319,32 @@ def append(root: Path, ledger: Ledger, operations: list[object], *, txn: str | N
     raise AssertionError("unreachable")  # the loop returns or raises
 
 
+def persistence_result(ledger: Ledger, op: object, record_id: str, txn: str, new: bool) -> dict:
+    """The spec's persistence result of one written operation: ledger, its type, the operation, the
+    deterministic record ID, the transaction ID and the validation status, never the values. What
+    ``docket ledger append|map-put|map-delete|note-add|note-vote --json`` print and the MCP tools return."""
+    operation = op.get("operation") if isinstance(op, dict) and ledger.type is not None else None
+    return {
+        "ledger": ledger.name,
+        "type": ledger.type or "untyped",
+        "operation": operation if isinstance(operation, str) else "record",
+        "record_id": record_id,
+        "transaction_id": txn,
+        "status": "valid" if new else "valid (already recorded)",
+    }
+
+
+def result_line(result: dict) -> str:
+    """The persistence result as one readable line, the record ID first (``cut -f1`` takes it)."""
+    done = "recorded" if result["status"] == "valid" else "already recorded"
+    txn = result["transaction_id"]
+    txn = txn if txn.isprintable() else json.dumps(txn)  # a newline or tab in --txn never splits the line
+    return (
+        f"{result['record_id']}\t{result['operation']} on {result['type']} ledger '{result['ledger']}', "
+        f"transaction {txn}: valid, {done}"
+    )
+
+
 #: How much of a typed ledger's end an append reads: the 4 KB the batch journal digests, and the last line.
 _TAIL = 1 << 16
 
@@ -176,26 +365,35 @@ def _append_locked(
     try:
         base, tail = (0, b"") if fd is None else _settled_tail(path, fd)
         _ensure(root, ledger)
-        conn = db.writer(dbp)
-        try:
-            (count,) = conn.execute("SELECT count FROM _lines").fetchone()
-            results, payload = _stage(conn, ledger, checked, txn, count + 1)
-            if not payload:
-                conn.execute("ROLLBACK")
-                return results
-            conn.execute("UPDATE _lines SET count = ?", (count + payload.count(b"\n"),))
-            keep = base + len(tail)
-            store.write_batch(
-                path, lock_fd, tail, keep, payload, base=base, ledger_fd=fd, journal=payload.count(b"\n") > 1
-            )
-            db.stamp(conn, path, _fingerprint(ledger), None)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        finally:
-            conn.close()
+        with _writing(dbp) as sealed:
+            conn = db.writer(dbp)
+            try:
+                sealed.append(True)
+                (count,) = conn.execute("SELECT count FROM _lines").fetchone()
+                results, payload = _stage(conn, ledger, checked, txn, count + 1)
+                if not payload:
+                    conn.execute("ROLLBACK")
+                    return results
+                conn.execute("UPDATE _lines SET count = ?", (count + payload.count(b"\n"),))
+                keep = base + len(tail)
+                first = keep // replay.BLOCK
+                start = first * replay.BLOCK
+                # The last block's bytes are in the tail read (it starts at most one block before the end).
+                before = tail[start - base :] if start >= base else store.read_from(fd, start, keep)  # type: ignore[arg-type]
+                digest = replay.set_blocks(conn, first, before + payload)
+                store.write_batch(
+                    path, lock_fd, tail, keep, payload, base=base, ledger_fd=fd, journal=payload.count(b"\n") > 1
+                )
+                db.stamp(conn, path, _fingerprint(ledger), digest)
+                proof = _proof_in(conn)
+                conn.execute("COMMIT")
+                sealed.append(proof)
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            finally:
+                conn.close()
     finally:
         if fd is not None:
             os.close(fd)
@@ -295,6 +493,66 @@ def query(root: Path, ledger: Ledger, sql: str, limits: db.Limits | None = None)
 def diagnostics(root: Path, ledger: Ledger) -> list[tuple]:
     """(code, line, id, detail) of every line or record that replay skipped or warns about."""
     return query(root, ledger, "SELECT code, line, id, detail FROM diagnostics ORDER BY line, code")[1]
+
+
+#: gh-aw's error text for each operation docket skips, found by docket's own wording (the reference,
+#: section 5); an operation docket refuses in words not listed here fails with docket's detail.
+GH_AW_ERRORS = (
+    ("already exists; use update or upsert", "Table key already exists"),
+    ("does not exist; insert it first", "Table key does not exist"),
+    ("would leave the safe integer range", "Counter exceeds safe integer range"),
+    ("the vote references a missing note", "Vote references a missing note"),
+    ("larger than one replay cell", "Replay cell exceeds size limit"),
+    ("duplicate note record ID", "Duplicate note record ID"),
+    ("does not match the schema of ledger", "Ledger value does not match schema"),
+    ("must be an object with a string primary key", "Table row must contain a string primary key"),
+    ("patch must", "Table patch must be an object without the primary key"),
+    ("amount must be a nonnegative safe integer", "Counter requires a nonnegative safe integer amount and a name"),
+    ("name must be a nonempty string", "Counter requires a nonnegative safe integer amount and a name"),
+    ("key must be a string", "Ledger key must be a string"),
+    ("unknown field", "Invalid ledger operation fields"),
+    ("needs the field", "Invalid ledger operation fields"),
+    ("operation must be one of", "Unsupported ledger operation"),
+)
+#: What gh-aw's projection says when reconstructing the history gave any diagnostic.
+GH_AW_INVALID_HISTORY = "Ledger branch contains invalid canonical records"
+
+
+def strict_failure(root: Path, ledger: Ledger) -> str | None:
+    """Why gh-aw's projection of this ledger would fail (its message, then where), or None when it would not.
+
+    gh-aw never skips (the reference, section 4): any diagnostic of reading and ordering the records
+    fails it with one message; otherwise the first operation that fails in its replay order (notes
+    before votes, each in canonical order) fails it with the reducer's message.
+    """
+    found = query(
+        root,
+        ledger,
+        "SELECT d.code, d.line, d.id, d.detail, r.ordinal, "
+        "(r.type = 'vote' OR (r.type = 'ledger_append' AND json_extract(r.payload, '$.operation') = 'vote')) "
+        "FROM diagnostics d LEFT JOIN records r ON r.line = d.line AND d.code = 'invalid-operation' "
+        "ORDER BY d.code = 'invalid-operation', 6, r.ordinal, d.line",
+    )[1]
+    if not found:
+        return None
+    code, line, rid, detail, _, _ = found[0]
+    where = f"line {line}" if line else "the ledger"
+    if code != "invalid-operation":
+        return f"{GH_AW_INVALID_HISTORY} ({where}: {code}: {detail})"
+    text = next((gh for ours, gh in GH_AW_ERRORS if ours in detail), None)
+    detail = detail.removesuffix("; skipped")
+    return f"{text} ({where}, {rid}: {detail})" if text else f"{detail} ({where}, {rid})"
+
+
+def strict_error(root: Path, ledger: Ledger) -> LedgerError | None:
+    """The refusal ``--strict`` gives for this ledger, or None when gh-aw's projection would succeed."""
+    why = strict_failure(root, ledger)
+    if why is None:
+        return None
+    return LedgerError(
+        f"ledger '{ledger.name}' fails under --strict, where gh-aw's projection fails: {why}; "
+        f"'docket ledger check {ledger.name}' lists every diagnostic"
+    )
 
 
 def state_dump(conn: sqlite3.Connection, ledger: Ledger) -> list:

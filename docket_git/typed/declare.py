@@ -55,6 +55,8 @@ class Ledger:
     schema: dict | None = None
     key: str | None = None
     extra: dict = field(default_factory=dict, compare=False)
+    #: ``strict = true``: query and check fail where gh-aw's projection fails (``docket ledger query --strict``).
+    strict: bool = field(default=False, compare=False)
 
     def fingerprint(self) -> str:
         """A digest of everything that changes how the ledger replays."""
@@ -113,9 +115,12 @@ def parse_one(name: str, table: object, root: Path, where: str) -> Ledger:
         )
     if not isinstance(table, dict):
         raise DeclarationError(f'{here} must be a table, e.g. [ledgers.{name}] type = "log"')
-    unknown = sorted(set(table) - {"type", "schema", "schema_file", "key"})
+    unknown = sorted(set(table) - {"type", "schema", "schema_file", "key", "strict"})
     if unknown:
-        raise DeclarationError(f"{here}.{unknown[0]}: unknown key; use type, schema, schema_file or key")
+        raise DeclarationError(f"{here}.{unknown[0]}: unknown key; use type, schema, schema_file, key or strict")
+    strict = table.get("strict", False)
+    if not isinstance(strict, bool):
+        raise DeclarationError(f"{here}.strict: must be true or false")
     ltype = table.get("type")
     if ltype is not None and ltype not in TYPES:
         raise DeclarationError(f"{here}.type: unknown type {ltype!r}; use one of {', '.join(TYPES)}")
@@ -153,7 +158,7 @@ def parse_one(name: str, table: object, root: Path, where: str) -> Ledger:
         if ltype in ("counter", "notes"):
             raise DeclarationError(f"{here}.{key_name}: a {ltype} ledger takes no schema; remove it")
         _check_schema(schema, f"{here}.{key_name}")
-    return Ledger(name=name, type=ltype, schema=schema, key=key)
+    return Ledger(name=name, type=ltype, schema=schema, key=key, strict=strict)
 
 
 def load(root: Path) -> dict[str, Ledger]:

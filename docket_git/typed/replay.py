@@ -17,7 +17,7 @@ from docket_git.ledger import store
 from docket_git.typed import canonical, envelope, ops
 from docket_git.typed.declare import Ledger
 
-PROJECTION_VERSION = 2
+PROJECTION_VERSION = 3
 OUTPUT_VERSION = 1
 
 GENERIC_DDL = """
@@ -29,7 +29,8 @@ CREATE TABLE heads (sha TEXT PRIMARY KEY);
 CREATE TABLE _lines (count INTEGER NOT NULL);
 CREATE TABLE replay_metadata (ledger_name TEXT NOT NULL, ledger_type TEXT, projection_version INTEGER NOT NULL,
                       record_count INTEGER NOT NULL, script_sha256 TEXT NOT NULL, output_version INTEGER NOT NULL,
-                      table_name TEXT NOT NULL, columns_json TEXT NOT NULL);
+                      table_name TEXT NOT NULL, columns_json TEXT NOT NULL, source_sha256 TEXT NOT NULL);
+CREATE TABLE source_blocks (n INTEGER PRIMARY KEY, sha BLOB NOT NULL, chain BLOB NOT NULL);
 """
 #: Created after the bulk insert of a full replay: building an index once is faster than maintaining it.
 #: Only the lookups docket makes (an append finds a record by ID, extending checks a sha); each index
@@ -122,13 +123,58 @@ def tables(ledger: Ledger) -> dict[str, list[tuple[str, str]]]:
     return out
 
 
-def _metadata_rows(ledger: Ledger, count: int) -> list[tuple]:
+def _metadata_rows(ledger: Ledger, count: int, digest: str) -> list[tuple]:
     script = hashlib.sha256(f"builtin:{ledger.type or 'records'}".encode()).hexdigest()
     return [
         (ledger.name, ledger.type, PROJECTION_VERSION, count, script, OUTPUT_VERSION, name,
-         json.dumps([{"name": n, "type": t} for n, t in cols]))
+         json.dumps([{"name": n, "type": t} for n, t in cols]), digest)
         for name, cols in tables(ledger).items()
     ]  # fmt: skip
+
+
+# -- the source's content digest: what proves the projection current by content (docs/typed-ledgers.md) --
+
+#: The source is digested in blocks of this many bytes, so an append rehashes only its last block and
+#: what it added (the bytes it already read), never the whole file.
+BLOCK = 1 << 16
+
+
+def block_digests(data: bytes | memoryview) -> list[bytes]:
+    """SHA-256 of each BLOCK-byte block of data (which begins at a block's first byte)."""
+    view = memoryview(data)
+    sha = hashlib.sha256
+    return [sha(view[i : i + BLOCK]).digest() for i in range(0, len(view), BLOCK)]
+
+
+def chain(blocks: list[bytes], before: bytes = b"") -> list[bytes]:
+    """The running digest after each block: SHA-256 of the previous one and the block's digest."""
+    out, sha = [], hashlib.sha256
+    for block in blocks:
+        before = sha(before + block).digest()
+        out.append(before)
+    return out
+
+
+def source_digest(blocks: list[bytes]) -> str:
+    """The content digest of a source from its block digests: ``sha256:`` and the last running digest."""
+    return "sha256:" + (chain(blocks)[-1].hex() if blocks else hashlib.sha256(b"").hexdigest())
+
+
+def _block_rows(first: int, blocks: list[bytes], before: bytes) -> list[tuple]:
+    return list(zip(range(first, first + len(blocks)), blocks, chain(blocks, before), strict=True))
+
+
+def set_blocks(conn: sqlite3.Connection, first: int, data: bytes | memoryview) -> str:
+    """Replace the block digests from block ``first`` on by those of data (the source's bytes from that
+    block's first byte to its end); store and return the new content digest."""
+    row = conn.execute("SELECT chain FROM source_blocks WHERE n = ?", (first - 1,)).fetchone()
+    conn.execute("DELETE FROM source_blocks WHERE n >= ?", (first,))
+    rows = _block_rows(first, block_digests(data), row[0] if row else b"")
+    conn.executemany("INSERT INTO source_blocks VALUES (?, ?, ?)", rows)
+    last = rows[-1][2] if rows else row[0] if row else None
+    digest = "sha256:" + (last.hex() if last is not None else hashlib.sha256(b"").hexdigest())
+    conn.execute("UPDATE replay_metadata SET source_sha256 = ?", (digest,))
+    return digest
 
 
 class MemState:
@@ -375,8 +421,11 @@ def build(ledger: Ledger) -> callable:
             conn.executemany("INSERT INTO notes VALUES (?, ?, ?, ?, ?, ?)", state.notes.values())
             conn.executemany("INSERT INTO note_citations VALUES (?, ?, ?, ?, ?, ?, ?, ?)", state.citations)
             conn.executemany("INSERT INTO note_votes VALUES (?, ?, ?, ?, ?)", state.votes)
+        blocks = block_digests(data)
+        conn.executemany("INSERT INTO source_blocks VALUES (?, ?, ?)", _block_rows(0, blocks, b""))
         conn.executemany(
-            "INSERT INTO replay_metadata VALUES (?, ?, ?, ?, ?, ?, ?, ?)", _metadata_rows(ledger, len(ordered))
+            "INSERT INTO replay_metadata VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            _metadata_rows(ledger, len(ordered), source_digest(blocks)),
         )
         _script(conn, GENERIC_INDEXES)
 
@@ -435,6 +484,8 @@ def extend(ledger: Ledger) -> callable:
             except ops.OpError:
                 return False
         conn.execute("UPDATE _lines SET count = ?", (lines,))
+        first = start // BLOCK
+        set_blocks(conn, first, memoryview(data)[first * BLOCK :])
         return True
 
     return _extend
