@@ -169,3 +169,17 @@ def test_check_reports_faults_with_exit_1_and_usage_errors_with_exit_2(repo: Rep
     assert "has 1 fault(s)" in result.out and f"line {bad}: invalid JSON" in result.out, result.out
     misuse = repo.docket("check", "--against", "HEAD")
     assert misuse.code == 2 and misuse.err.strip() == "docket: --against only applies with --staged"
+
+
+def test_the_commit_guard_blocks_a_staged_fault_with_the_fix(repo: Repo) -> None:
+    seed(repo)
+    repo.git("add", "-A")
+    repo.git("commit", "-qm", "seed")
+    with repo.ledger.open("a") as f:
+        f.write('{"schema":2,"kind":"claim"\n')
+    repo.git("add", "-A")
+    result = repo.docket("check", "--staged")
+    assert result.code == 1
+    assert "(staged) has 1 fault(s)" in result.out, result.out
+    assert "docket: commit blocked; fix or remove the faulty line(s)" in result.err, result.err
+    assert "internal error" not in result.err

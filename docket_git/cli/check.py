@@ -172,7 +172,7 @@ def _check_staged(against: str | None) -> int:
             print(
                 f"docket: commit blocked; fix or remove the faulty line(s) and 'git add {rel}' again, "
                 f"or drop your edits with 'git checkout HEAD -- {rel}'",
-                err=True,
+                file=sys.stderr,
             )
     fault = staged.append_only_fault(parents, data, rel) or (against is None and staged.merge_fault(root, rel, data))
     if fault and against is None and len(parents) == 1:
