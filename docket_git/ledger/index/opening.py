@@ -127,14 +127,6 @@ def _update_persistent(ledger: Path, target: Path, data: bytes, stat: tuple, tru
     return Index(db.open_wal(target), ledger, target, "rebuilt")
 
 
-def _fresh(target: Path) -> sqlite3.Connection:
-    """A new, empty index file in place of whatever was at target."""
-    db.discard(target)
-    conn = db.open_wal(target)
-    conn.executescript(SCHEMA)
-    return conn
-
-
 def _usable(conn: sqlite3.Connection) -> bool:
     """True for an index of this version (tables in place); an empty new file is set up here."""
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
