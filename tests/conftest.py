@@ -96,6 +96,18 @@ class Repo:
         assert result.code == 0, f"docket {' '.join(args)} exited {result.code}: {result.err}"
         return result
 
+    def imports(self, *args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+        """``docket ARGS`` run under ``python -X importtime``: the process and the modules it imported."""
+        proc = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "docket_git", *args],
+            cwd=self.path,
+            env=self.env,
+            capture_output=True,
+            text=True,
+        )
+        imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "import time:" in line}
+        return proc, imported
+
     def git(self, *args: str, check: bool = True) -> str:
         proc = subprocess.run(["git", *args], cwd=self.path, env=self.env, capture_output=True, text=True)
         if check and proc.returncode != 0:

@@ -115,20 +115,10 @@ def test_show_from_the_outline_equals_the_full_projection(repo: Repo) -> None:
 
 
 def test_show_of_a_held_record_never_imports_typer(repo: Repo) -> None:
-    import subprocess
-    import sys
-
     seed(repo)
-    proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "docket_git", "show", "d3", "--json"],
-        cwd=repo.path,
-        env=repo.env,
-        capture_output=True,
-        text=True,
-    )
+    proc, imported = repo.imports("show", "d3", "--json")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["id"] == "d3"
-    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "import time:" in line}
     assert "docket_git.cli.show" in imported
     assert not {"typer", "pydantic", "pygit2"} & imported
     assert repo.ok("show", "-h").out.startswith("Usage: docket show")  # help is Typer's
@@ -137,23 +127,13 @@ def test_show_of_a_held_record_never_imports_typer(repo: Repo) -> None:
 @pytest.mark.parametrize("args", [["check"], ["check", "--staged"], ["check", "--staged", "--against", "HEAD"]])
 def test_check_and_the_commit_guard_never_import_typer(repo: Repo, args: list[str]) -> None:
     """git runs ``docket check --staged`` on every commit: a plain check answers without Typer, click or rich."""
-    import subprocess
-    import sys
-
     seed(repo)
     repo.git("add", "-A")
     repo.git("commit", "-qm", "seed")
     repo.ok("claim", "One more premise")
     repo.git("add", "-A")
-    proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "docket_git", *args],
-        cwd=repo.path,
-        env=repo.env,
-        capture_output=True,
-        text=True,
-    )
+    proc, imported = repo.imports(*args)
     assert proc.returncode == 0, proc.stderr
-    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "import time:" in line}
     assert "docket_git.cli.check" in imported
     assert not {"typer", "click", "rich"} & imported
     assert repo.ok("check", "-h").out.startswith("Usage: docket check")  # help is Typer's

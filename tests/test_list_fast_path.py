@@ -147,15 +147,8 @@ def test_the_typer_command_is_built_from_the_declaration() -> None:
 @pytest.mark.parametrize("args", [["--json"], ["--oneline", "--superseded"], ["--where", "kind:claim"]])
 def test_a_plain_list_never_imports_typer(repo: Repo, args: list[str]) -> None:
     seed(repo)
-    proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "docket_git", "list", *args],
-        cwd=repo.path,
-        env=repo.env,
-        capture_output=True,
-        text=True,
-    )
+    proc, imported = repo.imports("list", *args)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout
-    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "import time:" in line}
     assert "docket_git.cli.listing" in imported
     assert not {"typer", "click", "rich", "pydantic", "pygit2", "docket_git.cli.main"} & imported

@@ -105,15 +105,8 @@ def test_the_parser_takes_plain_calls_and_leaves_the_rest_to_typer() -> None:
 
 
 def test_a_plain_claim_never_imports_typer(repo: Repo) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "docket_git", "claim", "Quick", "--scope", "a.py"],
-        cwd=repo.path,
-        env=repo.env,
-        capture_output=True,
-        text=True,
-    )
+    proc, imported = repo.imports("claim", "Quick", "--scope", "a.py")
     assert proc.returncode == 0, proc.stderr
-    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "import time:" in line}
     assert "docket_git.cli.record" in imported
     assert not {"typer", "pydantic", "pygit2"} & imported
 

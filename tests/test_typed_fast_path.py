@@ -194,15 +194,8 @@ def test_the_parser_takes_plain_calls_and_leaves_the_rest_to_typer() -> None:
     ],
 )
 def test_the_light_route_never_imports_typer(typed: Repo, args: list[str]) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "docket_git", *args],
-        cwd=typed.path,
-        env=typed.env,
-        capture_output=True,
-        text=True,
-    )
+    proc, imported = typed.imports(*args)
     assert proc.returncode == 0, proc.stderr
-    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "import time:" in line}
     light = "docket_git.cli.session_fast" if args[0] == "session" else "docket_git.cli.ledger_fast"
     assert light in imported
     assert not {"typer", "click", "pydantic", "rich", "pygit2", "docket_git.cli.main"} & imported
