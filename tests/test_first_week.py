@@ -211,7 +211,6 @@ def test_the_text_limit_is_one_rule_on_every_path(char: str) -> None:
     over = fits + char
     for text, ok in ((fits, True), (over, False)):
         line = canonical.dumps(rec("c1", text=text))
-        assert (validate.canonical_fields(line) is not None) == ok
         assert validate.quick_accept(json.loads(line), line, validate.Index(), 1) == ok
         if ok:
             assert validate.check_line(json.loads(line)) == "c1"

@@ -399,27 +399,3 @@ def test_a_build_in_small_slices_equals_a_fresh_projection(records: list[dict], 
             assert check(path, records).how == "rebuilt"
     finally:
         store.SLICE = old
-
-
-def dump(conn: sqlite3.Connection) -> dict:
-    """Every row of every table but meta (which names the file), in rowid order."""
-    return {t: conn.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall() for t in index.TABLE_NAMES if t != "meta"}
-
-
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(records=ledgers())
-def test_a_build_from_canonical_lines_equals_one_from_decoded_records(records: list[dict]) -> None:
-    """Rows built from ``validate.canonical_fields`` are the rows ``_record_row`` and ``_haystack`` build from dicts."""
-    tables = []
-    for canonical_path in (True, False):
-        with cache_home() as tmp, pytest.MonkeyPatch.context() as m:
-            if not canonical_path:
-                m.setattr(store, "canonical_fields", lambda text: None)
-            path = ledger_in(tmp, encode(records))
-            ix = index.open_index(path)
-            try:
-                assert ix.how == "rebuilt"
-                tables.append(dump(ix.conn))
-            finally:
-                ix.close()
-    assert tables[0] == tables[1]

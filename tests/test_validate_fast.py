@@ -65,32 +65,14 @@ def _fields(known: validate.Index) -> tuple:
     return (known.max_seq, dict(known.lines), set(known.retired), known.count, dict(known.retired_at))
 
 
-def canonical_record(fields: tuple) -> dict:
-    """The record a line's ``validate.canonical_fields`` stand for, decoded as ``json.loads`` would."""
-    kind, groups = fields[0], fields[1]
-    values = dict(zip(validate.CANONICAL_GROUPS, groups, strict=True))
-    record: dict = {"schema": 2, "kind": kind}
-    for name in model.FIELD_ORDER:
-        if name in values and (kind == "decision" or name not in ("choice", "alternatives", "decided_by")):
-            record[name] = values[name]
-    for name in ("alternatives", "scope"):
-        if name in record:
-            record[name] = record[name][1:-1].split('","') if record[name] else []
-    record["supports"], record["depends_on"], record["answers"], record["supersedes"] = fields[2:6]
-    record["evidence"] = json.loads(record["evidence"])
-    record["pinned"] = {"true": True, "false": False}[record["pinned"]]
-    return record
-
-
-def fast(data: bytes, size: int | None, canonical: bool = False) -> tuple:
-    """The same through ``store.validated`` (slices of ``size`` bytes; ``canonical``: the regular expression first)."""
+def fast(data: bytes, size: int | None) -> tuple:
+    """The same through ``store.validated`` (slices of ``size`` bytes)."""
     snap = store.Snapshot(path=Path("ledger.jsonl"), data=data)
     records: list[dict] = []
     ends: list[int] = []
     try:
-        for found, found_ends in store.validated(snap, size=size, canonical=canonical):
-            # A canonical line's fields, decoded, must be the very dict json.loads gives (repr compares key order too).
-            records.extend(canonical_record(item) if type(item) is tuple else item for item in found)
+        for found, found_ends in store.validated(snap, size=size):
+            records.extend(found)
             ends.extend(found_ends)
     except LedgerError as exc:
         return ("refused", str(exc))
@@ -172,7 +154,7 @@ MUTATIONS = (
     "number",
     "long-text",
 )
-#: Escapes a line may hold in its text (the canonical path takes no line with a backslash): lone
+#: Escapes a line may hold in its text: lone
 #: surrogates, which check_line refuses, and a surrogate pair, which is a character.
 ESCAPES = st.sampled_from(
     [b'\\":', b"\\n", b'\\"', b"\\\\", b"\\/", b"\\u00e9", b"\\t", b"\\ud800", b"\\uDC00", b"\\ud83d\\ude00"]
@@ -315,7 +297,6 @@ def mutated(draw: st.DrawFn) -> bytes:
 def test_the_fast_path_accepts_exactly_what_the_exact_path_accepts(data: bytes, size: int | None) -> None:
     expected = reference(data)
     assert fast(data, size) == expected
-    assert fast(data, size, canonical=True) == expected
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -369,44 +350,57 @@ def test_quick_accept_leaves_doubtful_lines_to_the_exact_path(text: str) -> None
     assert known.count == 0 and not known.lines
 
 
-def test_lines_docket_writes_take_the_canonical_path() -> None:
-    records = [
-        rec("c1", "plain text, ünïcode", scope=["src/a.py", "docs/"], rationale="why"),
-        rec("q2"),
-        rec(
-            "d3",
-            depends_on=["c1"],
-            alternatives=["x", "y"],
-            supports=[["c1"], ["c1", "q2"][:1]],
-            evidence=[{"ref": "r", "checked_at": "t", "commit": "c"}, {"ref": "s"}],
-            pinned=True,
-        ),
-        rec("c4", answers=["q2"], supersedes=["c1"], state="accepted"),
-        rec("c5", 'a "quoted" line\nwith an escape'),  # a backslash: the quick_accept way
-    ]
-    data = b"".join(canonical.line(r) for r in records)
-    snap = store.Snapshot(path=Path("ledger.jsonl"), data=data)
-    items = [item for found, _ in store.validated(snap, canonical=True) for item in found]
-    assert [type(item) for item in items] == [tuple] * 4 + [dict]
-    assert [canonical_record(i) if type(i) is tuple else i for i in items] == [
-        json.loads(canonical.line(r)) for r in records
-    ]
-    assert _fields(snap.index) == reference(data)[4]
-
-
 @pytest.mark.parametrize(
     "write", [canonical.line, lambda r: json.dumps(r).encode() + b"\n"], ids=["canonical", "spaced"]
 )
 def test_superseding_a_record_already_retired_is_refused_by_every_path(write) -> None:
     """c3 supersedes c1, which c2 already retired: the exact rule (``Index.check``) refuses line 3, and so must
-    the fast paths (``quick_accept``'s and the canonical pattern's ``validate.linked``) and a cold index build."""
+    the bulk path (``quick_accept``) and a cold index build."""
     records = [rec("c1"), rec("c2", supersedes=["c1"]), rec("c3", supersedes=["c1"])]
     data = b"".join(write(r) for r in records)
     expected = reference(data)
     assert expected[0] == "refused" and expected[1].startswith("line 3: ")
     for size in (None, 1):
         assert fast(data, size) == expected
-        assert fast(data, size, canonical=True) == expected
+    with cache_home() as tmp:
+        with pytest.raises(LedgerError) as refused:
+            index.open_index(ledger_in(tmp, data)).close()
+        assert str(refused.value) == expected[1]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("pinned", True, "pinned must be boolean"),
+        ("scope", ["src/a.py"], "scope must be a list of non-empty strings"),
+        ("state", "accepted", "invalid claim state 'accepted'"),
+    ],
+)
+def test_a_rule_changed_in_its_one_statement_changes_every_path(
+    monkeypatch: pytest.MonkeyPatch, field: str, value: object, message: str
+) -> None:
+    """Mutate one ``validate.RULES`` entry to refuse a value it accepts: the exact path, the bulk path and
+    a cold build all refuse it, with the exact path's message, and accept it again with the rule as stated."""
+    records = [rec("c1"), rec("c2", **{field: value})]
+    data = b"".join(canonical.line(r) for r in records)
+    assert reference(data)[0] != "refused"
+    assert fast(data, None) == reference(data)
+
+    def refuse(rule: validate.Rule) -> validate.Rule:
+        if rule.field != field or "claim" not in rule.kinds:
+            return rule
+        test = rule.test
+        return rule._replace(test=lambda v: v != value and test(v))
+
+    mutated_rules = tuple(refuse(rule) for rule in validate.RULES)
+    assert mutated_rules != validate.RULES
+    monkeypatch.setattr(validate, "RULES", mutated_rules)
+    monkeypatch.setattr(validate, "_BY_KIND", validate.by_kind(mutated_rules))
+    expected = ("refused", f"line 2: c2: {message}")
+    assert reference(data) == expected
+    assert fast(data, None) == expected
+    line = data.splitlines()[1].decode()
+    assert not validate.quick_accept(json.loads(line), line, validate.Index(lines={"c1": 1}, max_seq=1), 2)
     with cache_home() as tmp:
         with pytest.raises(LedgerError) as refused:
             index.open_index(ledger_in(tmp, data)).close()

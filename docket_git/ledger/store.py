@@ -20,15 +20,7 @@ from pathlib import Path
 
 from docket_git.errors import LedgerError, NoLedger, notice
 from docket_git.ledger import canonical, jsonl
-from docket_git.ledger.validate import (
-    Index,
-    Invalid,
-    canonical_fields,
-    check_line,
-    linked,
-    parse_line,
-    quick_accept,
-)
+from docket_git.ledger.validate import Index, Invalid, check_line, parse_line, quick_accept
 from docket_git.repo import files, gitio
 
 LEDGER_DIR = ".docket"
@@ -365,7 +357,6 @@ def validated(
     line_no: int = 0,
     known: Index | None = None,
     size: int | None = None,
-    canonical: bool = False,
 ) -> Iterator[tuple[list, list[int]]]:
     """Validate ``snap.data`` from ``start`` on, a slice at a time: (records, the offset just past each).
 
@@ -374,13 +365,10 @@ def validated(
     through. Raises ``LedgerError`` at the first line that does not validate,
     with the exact path's message: a line is first offered to
     ``validate.quick_accept`` (decoded by the C scanner from its slice's
-    text), and whatever that cannot prove valid goes through ``parse_line``,
-    ``check_line`` and ``Index.check`` as it always did. Callers that keep
-    only what they need of each slice hold a bounded amount of memory.
-
-    ``canonical``: a line exactly as docket writes it is first offered to
-    ``validate.canonical_fields`` and, when it matches and ``linked`` accepts
-    it, given as that tuple instead of a dict (no dict is built for it).
+    text; the same rules, a refusal read as "not proven"), and whatever that
+    cannot prove valid goes through ``parse_line``, ``check_line`` and
+    ``Index.check``, which report. Callers that keep only what they need of
+    each slice hold a bounded amount of memory.
     """
     data, path = snap.data, snap.path
     index = snap.index = known if known is not None else Index()
@@ -404,7 +392,7 @@ def validated(
             raws.pop()  # after the slice's last newline
             if texts is not None:
                 texts.pop()
-        found: list = []  # records (dicts), or canonical_fields tuples
+        found: list[dict] = []
         found_ends: list[int] = []
         end = pos
         for i, raw in enumerate(raws):
@@ -415,13 +403,6 @@ def validated(
             record = None
             if texts is not None:
                 text = texts[i]
-                if canonical:
-                    fields = canonical_fields(text)
-                    if fields is not None and linked(fields[1][0], *fields[2:], index, number):
-                        found.append(fields)
-                        found_ends.append(end)
-                        valid_end = end
-                        continue
                 if text[:1] == "{":
                     try:
                         record, at = scan(text, 0)

@@ -1,6 +1,6 @@
 """Schema-2 validation with Docket-compatible messages.
 
-``check_line`` applies the per-line rules in Docket's order; ``Index`` holds
+``RULES`` states the per-line rules once and ``check_line`` applies them in Docket's order; ``Index`` holds
 what the cross-record rules need about the records before a line (and is
 exactly what the store caches, so a grown file validates only its new lines).
 """
@@ -8,8 +8,9 @@ exactly what the store caches, so a grown file validates only its new lines).
 from __future__ import annotations
 
 import json
-import operator
 import re
+from collections.abc import Callable
+from typing import NamedTuple
 
 from docket_git.ledger import model
 from docket_git.plain import Plain
@@ -48,26 +49,6 @@ class Fault(Plain):
 
     def __str__(self) -> str:
         return f"line {self.line}: {self.message}"
-
-
-def _strings(value: object, *, non_empty: bool) -> bool:
-    if type(value) is list and not value:
-        return True  # most relation lists are empty: spare the generator (a cold 100k read calls this 450k times)
-    return isinstance(value, list) and all(isinstance(v, str) and (v or not non_empty) for v in value)
-
-
-def _check_evidence(rid: str, evidence: object) -> None:
-    if not isinstance(evidence, list) or not all(isinstance(e, dict) for e in evidence):
-        raise Invalid(rid, "evidence must be a list of objects")
-    for item in evidence:
-        ref = item.get("ref")
-        if not isinstance(ref, str) or not ref:
-            raise Invalid(rid, "each evidence object needs a non-empty ref")
-        if set(item) - model.EVIDENCE_KEYS:
-            raise Invalid(rid, "evidence only permits ref, checked_at, and commit")
-        for key in ("checked_at", "commit"):
-            if key in item and not isinstance(item[key], str):
-                raise Invalid(rid, f"evidence {key} must be a string")
 
 
 LEGACY_KEYS = frozenset({"source_id", "raw", "relation_map"})
@@ -133,9 +114,199 @@ def text_too_long(text: str) -> bool:
     return len(text) > MAX_TEXT_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES
 
 
-def check_line(record: object) -> str:
-    """Apply every single-record rule in order; return the record's ID."""
-    if not isinstance(record, dict):
+# -- the per-line rules, stated once --------------------------------------------------------------
+#
+# ``RULES`` is the one statement of what a field of a record may hold. ``check_line``
+# applies it (after the record's schema, kind and ID) in its order, raising the first
+# rule's message a record breaks; nothing else restates a rule. ``quick_accept`` (the
+# bulk read's path) runs the same ``check_line`` and only turns its refusal into "not
+# proven", so a rule changed here changes every path (tests/test_validate_fast.py).
+
+
+class Rule(NamedTuple):
+    """One per-line rule: in a record of one of ``kinds``, field ``field`` passes ``test``.
+
+    ``message`` says why a value fails (``{value}`` and ``{kind}`` are filled in), or is
+    a function of the value giving it; ``missing`` is the message when the field is
+    absent (None: the field may be absent). A field may have several rules: the first
+    one a record breaks, in ``RULES``' order, is the one reported.
+    """
+
+    field: str
+    test: Callable[[object], bool]
+    message: str | Callable[[object], str]
+    kinds: tuple[str, ...] = model.KINDS
+    missing: str | None = None
+
+
+def _string(value: object) -> bool:
+    return type(value) is str
+
+
+def _text(value: object) -> bool:
+    """A non-empty string."""
+    return type(value) is str and value != ""
+
+
+def _ids(value: object) -> bool:
+    """A list of non-empty strings (ID lists, scope, alternatives)."""
+    if type(value) is not list:
+        return False
+    for item in value:  # noqa: SIM110 - a loop: all() over a generator costs twice as much here
+        if type(item) is not str or not item:
+            return False
+    return True
+
+
+def _groups(value: object) -> bool:
+    """A list of non-empty lists of non-empty strings: supports' conjunctive ID sets."""
+    if type(value) is not list:
+        return False
+    for group in value:  # noqa: SIM110
+        if not group or not _ids(group):
+            return False
+    return True
+
+
+def _evidence_fault(evidence: object) -> str | None:
+    """Why an evidence list is refused, or None."""
+    if type(evidence) is not list:
+        return "evidence must be a list of objects"
+    if not evidence:
+        return None
+    if not all(type(e) is dict for e in evidence):
+        return "evidence must be a list of objects"
+    for item in evidence:
+        ref = item.get("ref")
+        if type(ref) is not str or not ref:
+            return "each evidence object needs a non-empty ref"
+        if not model.EVIDENCE_KEYS.issuperset(item):
+            return "evidence only permits ref, checked_at, and commit"
+        for key in ("checked_at", "commit"):
+            if key in item and type(item[key]) is not str:
+                return f"evidence {key} must be a string"
+    return None
+
+
+def _too_long(text: object) -> str:
+    return (
+        f"text is {len(str(text).encode('utf-8', 'surrogatepass'))} bytes; a record's text holds at most "
+        f"{MAX_TEXT_BYTES} (32 KiB): state it briefly and cite the long material with --evidence"
+    )
+
+
+def _never(value: object) -> bool:
+    """A field this kind of record may not hold at all."""
+    return False
+
+
+def _empty(value: object) -> bool:
+    return not value
+
+
+_NOT_DECISIONS = ("claim", "question")
+
+#: Every per-line rule on a record's fields, in the order ``check_line`` applies them.
+RULES: tuple[Rule, ...] = (
+    Rule("text", _text, "text must be a non-empty string", missing="text must be a non-empty string"),
+    Rule("text", lambda text: not text_too_long(text), _too_long),  # type: ignore[arg-type]
+    *(
+        Rule(
+            "state",
+            model.STATES[kind].__contains__,
+            "questions have recorded state open; resolution is derived from answers"
+            if kind == "question"
+            else "invalid {kind} state '{value}'",
+            (kind,),
+            missing=f"state is missing; a {kind} records one of: {', '.join(model.STATES[kind])}",
+        )
+        for kind in model.KINDS
+    ),
+    *(
+        Rule(name, _string, f"{name} must be a string", missing=f"{name} must be a string" if required else None)
+        for name in model.STRING_FIELDS
+        for required in (name in model.REQUIRED_FIELDS,)
+    ),
+    Rule("pinned", lambda value: type(value) is bool, "pinned must be boolean"),
+    Rule("scope", _ids, "scope must be a list of non-empty strings"),
+    *(Rule(name, _ids, f"{name} must be a list of non-empty ID strings") for name in model.FLAT_RELATIONS),
+    Rule("supports", _groups, "supports must be a list of conjunctive ID lists"),
+    Rule("evidence", lambda value: _evidence_fault(value) is None, _evidence_fault),  # type: ignore[arg-type]
+    Rule(
+        "choice",
+        _text,
+        "decision choice must be a non-empty string",
+        ("decision",),
+        missing="decision choice must be a non-empty string",
+    ),
+    Rule("alternatives", _ids, "decision alternatives must be a list of non-empty strings", ("decision",)),
+    Rule("decided_by", _string, "decision decided_by must be a string", ("decision",)),
+    Rule("choice", _never, "choice and alternatives are decision-only fields", _NOT_DECISIONS),
+    Rule("alternatives", _never, "choice and alternatives are decision-only fields", _NOT_DECISIONS),
+    Rule("decided_by", _never, "decided_by is a decision-only field", _NOT_DECISIONS),
+    Rule("answers", _empty, "questions cannot answer other questions", ("question",)),
+    Rule("depends_on", _empty, "only decisions may have depends_on", _NOT_DECISIONS),
+)
+
+_MISSING = object()
+
+
+class _Compiled(NamedTuple):
+    """The rules that apply to one kind, in two forms derived from ``RULES``: in order (to report), and
+    by field (to accept a record in one pass over its items)."""
+
+    ordered: tuple[tuple[str, Callable[[object], bool], str | Callable[[object], str], str | None], ...]
+    required: frozenset[str]
+    strings: frozenset[str]  # fields whose only rule is ``_string``: tested inline
+    tests: dict[str, tuple[Callable[[object], bool], ...]]
+
+
+def by_kind(rules: tuple[Rule, ...]) -> dict[str, _Compiled]:
+    """Kind -> the rules that apply to it (``_Compiled``): what ``check_line`` runs."""
+    out = {}
+    for kind in model.KINDS:
+        mine = [r for r in rules if kind in r.kinds]
+        tests: dict[str, tuple] = {}
+        for r in mine:
+            tests[r.field] = (*tests.get(r.field, ()), r.test)
+        strings = frozenset(name for name, found in tests.items() if found == (_string,))
+        out[kind] = _Compiled(
+            tuple((r.field, r.test, r.message, r.missing) for r in mine),
+            frozenset(r.field for r in mine if r.missing is not None),
+            strings,
+            {name: found for name, found in tests.items() if name not in strings},
+        )
+    return out
+
+
+_BY_KIND = by_kind(RULES)
+
+
+def _passes(record: dict, rules: _Compiled) -> bool:
+    """True when record breaks none of rules (each present field's tests, in any order; required fields present)."""
+    if not rules.required <= record.keys():
+        return False
+    strings, tests = rules.strings, rules.tests
+    for name, value in record.items():
+        if name in strings:
+            if type(value) is not str:
+                return False
+        else:
+            found = tests.get(name)
+            if found is not None:
+                for test in found:
+                    if not test(value):
+                        return False
+    return True
+
+
+def check_line(record: object, line: str | None = None) -> str:
+    """Apply every single-record rule in order; return the record's ID.
+
+    ``line``: the JSON text record was decoded from, when the caller has it (a
+    text with no ``\\ud`` escape decodes to no lone surrogate: that walk is skipped).
+    """
+    if type(record) is not dict:
         raise Invalid("record", "each JSONL line must be an object")
     schema = record.get("schema")
     if "schema" not in record or (schema == 1 and type(schema) is int):
@@ -146,76 +317,34 @@ def check_line(record: object) -> str:
     if type(schema) is not int or schema != model.SCHEMA:
         raise Invalid("schema", f"expected schema {model.SCHEMA}, got {json.dumps(schema)}")
     kind = record.get("kind")
-    if kind not in model.KINDS:
+    rules = _BY_KIND.get(kind) if type(kind) is str else None
+    if rules is None:
         raise Invalid("record", "kind must be one of claim, decision, question")
     rid = record.get("id")
-    if not model.is_id(rid):
+    if type(rid) is not str or model.ID_RE.match(rid) is None:
         raise Invalid("record", "id must match cN, dN, or qN with a positive sequence number")
-    if rid[0] != model.PREFIX[kind] or model.seq(rid) == 0:
+    if rid[0] != model.PREFIX[kind] or rid[1] == "0":
         raise Invalid("record", f"{kind} id '{rid}' has the wrong prefix or sequence")
-    text = record.get("text")
-    if not isinstance(text, str) or not text:
-        raise Invalid(rid, "text must be a non-empty string")
-    if text_too_long(text):
-        raise Invalid(
-            rid,
-            f"text is {len(text.encode('utf-8', 'surrogatepass'))} bytes; a record's text holds at most "
-            f"{MAX_TEXT_BYTES} (32 KiB): state it briefly and cite the long material with --evidence",
-        )
-    state = record.get("state")
-    if "state" not in record:
-        allowed = ", ".join(model.STATES[kind])
-        raise Invalid(rid, f"state is missing; a {kind} records one of: {allowed}")
-    if state not in model.STATES[kind]:
-        if kind == "question":
-            raise Invalid(rid, "questions have recorded state open; resolution is derived from answers")
-        raise Invalid(rid, f"invalid {kind} state '{state}'")
-    for name in model.STRING_FIELDS:
-        if (name in model.REQUIRED_FIELDS or name in record) and not isinstance(record.get(name), str):
-            raise Invalid(rid, f"{name} must be a string")
-    if "pinned" in record and type(record["pinned"]) is not bool:
-        raise Invalid(rid, "pinned must be boolean")
-    if "scope" in record and not _strings(record["scope"], non_empty=True):
-        raise Invalid(rid, "scope must be a list of non-empty strings")
-    for name in model.FLAT_RELATIONS:
-        if name in record and not _strings(record[name], non_empty=True):
-            raise Invalid(rid, f"{name} must be a list of non-empty ID strings")
-    if "supports" in record:
-        supports = record["supports"]
-        if not isinstance(supports, list) or not all(
-            isinstance(group, list) and group and _strings(group, non_empty=True) for group in supports
-        ):
-            raise Invalid(rid, "supports must be a list of conjunctive ID lists")
-    if "evidence" in record:
-        _check_evidence(rid, record["evidence"])
-    if kind == "decision":
-        choice = record.get("choice")
-        if not isinstance(choice, str) or not choice:
-            raise Invalid(rid, "decision choice must be a non-empty string")
-        if "alternatives" in record and not _strings(record["alternatives"], non_empty=True):
-            raise Invalid(rid, "decision alternatives must be a list of non-empty strings")
-        if "decided_by" in record and not isinstance(record["decided_by"], str):
-            raise Invalid(rid, "decision decided_by must be a string")
-    else:
-        if "choice" in record or "alternatives" in record:
-            raise Invalid(rid, "choice and alternatives are decision-only fields")
-        if "decided_by" in record:
-            raise Invalid(rid, "decided_by is a decision-only field")
-    if kind == "question" and record.get("answers"):
-        raise Invalid(rid, "questions cannot answer other questions")
-    if kind != "decision" and record.get("depends_on"):
-        raise Invalid(rid, "only decisions may have depends_on")
+    get = record.get
+    for name, test, message, missing in () if _passes(record, rules) else rules.ordered:
+        value = get(name, _MISSING)
+        if value is _MISSING:
+            if missing is not None:
+                raise Invalid(rid, missing)
+        elif not test(value):
+            raise Invalid(rid, message(value) if callable(message) else message.format(value=value, kind=kind))
     if "legacy" in record:
         _check_legacy(rid, record)
-    found = _surrogate(record, "")
-    if found is not None:
-        name, char = found
-        raise Invalid(
-            rid,
-            f"{name or 'a field name'} holds U+{ord(char):04X}, half of a UTF-16 surrogate pair, which is not text "
-            "and cannot be stored: write the character itself (a lone \\u escape in the line, or an argument "
-            "that was not UTF-8)",
-        )
+    if line is None or "\\ud" in line or "\\uD" in line:
+        found = _surrogate(record, "")
+        if found is not None:
+            name, char = found
+            raise Invalid(
+                rid,
+                f"{name or 'a field name'} holds U+{ord(char):04X}, half of a UTF-16 surrogate pair, which is not "
+                "text and cannot be stored: write the character itself (a lone \\u escape in the line, or an "
+                "argument that was not UTF-8)",
+            )
     return rid
 
 
@@ -240,6 +369,16 @@ def _surrogate(value: object, name: str) -> tuple[str, str] | None:
             if hit is not None:
                 return hit
     return None
+
+
+#: The cross-record rule on each relation's targets: the ID prefixes they may have ("": the citing
+#: record's own), and the message when one has another. Every target must also be an earlier record's.
+TARGET_KINDS: dict[str, tuple[str, str]] = {
+    "supports": ("cd", "{name} target '{target}' is not a claim or decision"),
+    "depends_on": ("cd", "{name} target '{target}' is not a claim or decision"),
+    "answers": ("q", "answers target '{target}' is not a question"),
+    "supersedes": ("", "supersedes target '{target}' is a different kind"),
+}
 
 
 class Index:
@@ -269,30 +408,37 @@ class Index:
         rid = record["id"]
         if rid in self.lines:
             raise Invalid(rid, "duplicate ID")
-        if model.seq(rid) <= self.max_seq:
+        if int(rid[1:]) <= self.max_seq:
             raise Invalid(rid, "global sequence must increase monotonically; gaps are allowed")
-        kind = record["kind"]
-        for name, target in model.references(record):
-            if target == rid:
-                raise Invalid(rid, f"{name} cannot refer to itself")
-            if target not in self.lines:
-                message = f"{name} refers to unknown or later ID '{target}'"
-                if model.is_id(target) and model.seq(target) < model.seq(rid):
-                    message += (
-                        f"; no earlier line records {target}: if its line was deleted by hand, restore it"
-                        " (git diff -- .docket/ledger.jsonl shows the change)"
-                    )
-                raise Invalid(rid, message)
-            target_kind = model.kind_of(target)
-            if name in ("supports", "depends_on") and target_kind == "question":
-                raise Invalid(rid, f"{name} target '{target}' is not a claim or decision")
-            if name == "answers" and target_kind != "question":
-                raise Invalid(rid, f"answers target '{target}' is not a question")
-            if name == "supersedes":
-                if target_kind != kind:
-                    raise Invalid(rid, f"supersedes target '{target}' is a different kind")
-                if target in self.retired:
-                    raise Invalid(rid, f"supersedes target '{target}' is already retired")
+        get = record.get
+        supports = get("supports")
+        if supports:
+            for group in supports:
+                for target in group:
+                    self._cite(rid, "supports", target)
+        for name in model.FLAT_RELATIONS:
+            targets = get(name)
+            if targets:
+                for target in targets:
+                    self._cite(rid, name, target)
+
+    def _cite(self, rid: str, name: str, target: str) -> None:
+        """The cross-record rules on one relation's target: earlier, of a kind ``TARGET_KINDS`` allows, current."""
+        if target == rid:
+            raise Invalid(rid, f"{name} cannot refer to itself")
+        if target not in self.lines:
+            message = f"{name} refers to unknown or later ID '{target}'"
+            if model.is_id(target) and model.seq(target) < model.seq(rid):
+                message += (
+                    f"; no earlier line records {target}: if its line was deleted by hand, restore it"
+                    " (git diff -- .docket/ledger.jsonl shows the change)"
+                )
+            raise Invalid(rid, message)
+        allowed, message = TARGET_KINDS[name]
+        if target[0] not in (allowed or rid[0]):
+            raise Invalid(rid, message.format(name=name, target=target))
+        if name == "supersedes" and target in self.retired:
+            raise Invalid(rid, f"supersedes target '{target}' is already retired")
 
     def add(self, record: dict, line: int) -> None:
         """Take a checked record into the index."""
@@ -477,334 +623,40 @@ def check_new(record: dict) -> None:
         )
 
 
-# -- the fast path: proving a clean line clean, in bulk ----------------------------------------------
-#
-# ``quick_accept`` answers one question: would the exact path (``parse_line``'s key count,
-# ``check_line`` and ``Index.check``) accept this decoded line? It answers True only when
-# it can prove so, and then adds the record to the index as ``Index.add`` would; on any
-# doubt it answers False and changes nothing, and the caller runs the exact path, which
-# gives the report. So it never needs to know a message, only the rules.
-
-_REQUIRED_STRINGS = tuple(n for n in model.STRING_FIELDS if n in model.REQUIRED_FIELDS)
-_OPTIONAL_STRINGS = tuple(n for n in model.STRING_FIELDS if n not in model.REQUIRED_FIELDS)
-_DECISION_ONLY = ("choice", "alternatives", "decided_by")
+# -- the bulk read: the same rules, with "not proven" for a refusal -------------------------------------
 
 
-def _ids(value: object) -> bool:
-    """A list of non-empty strings (what ``_strings(value, non_empty=True)`` accepts)."""
-    if type(value) is not list:
-        return False
-    for item in value:  # noqa: SIM110 - a loop: all() over a generator costs twice as much here
-        if type(item) is not str or not item:
-            return False
-    return True
+def _key_count(record: dict) -> int:
+    """The object keys of a record that passed ``check_line``: only evidence items and legacy hold objects.
 
-
-def _general(record: dict, kind: str, rid: str) -> tuple | None:
-    """check_line's rules for any shape of record (fields missing, legacy...): the relations and key count, or None."""
-    if not model.KNOWN_FIELDS.issuperset(record):
-        return None
-    get = record.get
-    value = get("text")
-    if type(value) is not str or not value or text_too_long(value) or get("state") not in model.STATES[kind]:
-        return None
-    for name in _REQUIRED_STRINGS:
-        if type(get(name)) is not str:
-            return None
-    for name in _OPTIONAL_STRINGS:
-        if type(get(name, "")) is not str:
-            return None
-    if type(get("pinned", False)) is not bool:
-        return None
-    if "scope" in record and not _ids(record["scope"]):
-        return None
-    supports = get("supports")
-    if supports is not None or "supports" in record:
-        if type(supports) is not list:
-            return None
-        for group in supports:
-            if type(group) is not list or not group or not _ids(group):
-                return None
-    depends_on, answers, supersedes = get("depends_on"), get("answers"), get("supersedes")
-    for name, targets in (("depends_on", depends_on), ("answers", answers), ("supersedes", supersedes)):
-        if (targets is not None or name in record) and not _ids(targets):
-            return None
+    Counting fewer keys than a line holds only sends it to the exact path.
+    """
     keys = len(record)
-    evidence = get("evidence")
-    if evidence is not None or "evidence" in record:
-        inner = _evidence_keys(evidence)
-        if inner is None:
-            return None
-        keys += inner
-    if kind == "decision":
-        choice = get("choice")
-        if type(choice) is not str or not choice:
-            return None
-        if "alternatives" in record and not _ids(record["alternatives"]):
-            return None
-        if type(get("decided_by", "")) is not str:
-            return None
-    else:
-        for name in _DECISION_ONLY:
-            if name in record:
-                return None
-        if depends_on or (kind == "question" and answers):
-            return None
-    if "legacy" in record:
-        try:
-            _check_legacy(rid, record)
-            keys = _keys(record)
-        except (Invalid, ValueError):
-            return None
-    return supports, depends_on, answers, supersedes, keys
-
-
-def _evidence_keys(evidence: object) -> int | None:
-    """The keys a valid evidence list's items hold (what the line's key count adds), or None: not provably valid."""
-    if type(evidence) is not list:
-        return None
-    keys = 0
-    for item in evidence:
-        if type(item) is not dict or not model.EVIDENCE_KEYS.issuperset(item):
-            return None
-        ref = item.get("ref")
-        if type(ref) is not str or not ref:
-            return None
-        if type(item.get("checked_at", "")) is not str or type(item.get("commit", "")) is not str:
-            return None
-        keys += len(item)
+    evidence = record.get("evidence")
+    if evidence:
+        for item in evidence:
+            keys += len(item)
+    legacy = record.get("legacy")
+    if legacy is not None:
+        keys += _keys(legacy, 1)
     return keys
 
 
-#: Every field docket writes for a record of each kind: the shape nearly every line has.
-_CANONICAL = {
-    kind: frozenset(
-        k for k in model.FIELD_ORDER if k not in model.AUDIT_FIELDS and (kind == "decision" or k not in _DECISION_ONLY)
-    )
-    for kind in model.KINDS
-}
-_TEXTS = operator.itemgetter("text", *model.STRING_FIELDS)
-_LISTS = operator.itemgetter("scope", "supports", "depends_on", "answers", "supersedes", "evidence")
-
-
-def _canonical(record: dict, kind: str) -> tuple | None:
-    """check_line's rules for a record holding exactly ``_CANONICAL[kind]``: the relations and key count, or None."""
-    texts = _TEXTS(record)
-    for value in texts:
-        if type(value) is not str:
-            return None
-    if not texts[0] or text_too_long(texts[0]) or record["state"] not in model.STATES[kind]:
-        return None
-    if type(record["pinned"]) is not bool:
-        return None
-    scope, supports, depends_on, answers, supersedes, evidence = _LISTS(record)
-    if (
-        type(scope) is not list
-        or type(supports) is not list
-        or type(depends_on) is not list
-        or type(answers) is not list
-        or type(supersedes) is not list
-        or type(evidence) is not list
-    ):
-        return None
-    if (scope and not _ids(scope)) or (depends_on and not _ids(depends_on)) or (answers and not _ids(answers)):
-        return None
-    if supersedes and not _ids(supersedes):
-        return None
-    for group in supports:
-        if type(group) is not list or not group or not _ids(group):
-            return None
-    inner = _evidence_keys(evidence)
-    if inner is None:
-        return None
-    keys = len(record) + inner
-    if kind == "decision":
-        choice = record["choice"]
-        if type(choice) is not str or not choice or not _ids(record["alternatives"]):
-            return None
-        if type(record["decided_by"]) is not str:
-            return None
-    elif depends_on or (kind == "question" and answers):
-        return None
-    return supports, depends_on, answers, supersedes, keys
-
-
 def quick_accept(record: object, text: str, index: Index, number: int) -> bool:
-    """True when the exact rules provably accept ``record``, decoded from the line ``text``; it is then added.
+    """True when the exact rules accept ``record``, decoded from the line ``text``; it is then added to index.
 
     ``record`` must be what ``json.loads(text)`` gives for a line starting with
-    ``{`` (so ``parse_line`` cannot refuse it for its bytes); ``number`` is its
-    line. False means "not proven" (never "invalid"): the exact path decides.
+    ``{``. This runs ``check_line`` and ``Index.check`` themselves, and
+    ``parse_line``'s key count (a field given twice); False means "not
+    proven" (never "invalid"), with index unchanged: the exact path decides and
+    gives the message.
     """
-    if type(record) is not dict or "\\ud" in text or "\\uD" in text:
-        return False  # not an object, or an escape of a UTF-16 surrogate (check_line refuses a lone one)
-    get = record.get
-    schema = get("schema")
-    if type(schema) is not int or schema != model.SCHEMA:
+    try:
+        check_line(record, text)
+        if _key_count(record) != text.count('":'):  # type: ignore[arg-type]
+            return False  # a field given twice, or a key count the exact path settles
+        index.check(record)  # type: ignore[arg-type]
+    except Exception:  # any refusal: the exact path reports it
         return False
-    kind = get("kind")
-    if type(kind) is not str or kind not in model.PREFIX:
-        return False
-    rid = get("id")
-    if type(rid) is not str or model.ID_RE.match(rid) is None or rid[0] != model.PREFIX[kind]:
-        return False
-    if rid[1:2] == "0":
-        return False
-    shape = _canonical(record, kind) if record.keys() == _CANONICAL[kind] else _general(record, kind, rid)
-    if shape is None:
-        return False
-    supports, depends_on, answers, supersedes, keys = shape
-    if keys != text.count('":'):
-        return False  # a field given twice, or a key count the exact path settles
-    return linked(rid, supports, depends_on, answers, supersedes, index, number)
-
-
-def linked(
-    rid: str,
-    supports: list[list[str]] | None,
-    depends_on: list[str] | None,
-    answers: list[str] | None,
-    supersedes: list[str] | None,
-    index: Index,
-    number: int,
-) -> bool:
-    """True when ``Index.check``'s cross-record rules provably accept a record that passed the per-line rules.
-
-    ``rid`` is a well-formed ID (``model.ID_RE``, sequence above 0) of the
-    record's kind. On True the record is added to index as ``Index.add``
-    would (line ``number``); on False nothing changes.
-    """
-    seq = int(rid[1:])
-    lines = index.lines
-    if seq <= index.max_seq or rid in lines:
-        return False
-    for group in supports or ():
-        for target in group:
-            if target not in lines or target[0] == "q":
-                return False
-    for target in depends_on or ():
-        if target not in lines or target[0] == "q":
-            return False
-    for target in answers or ():
-        if target not in lines or target[0] != "q":
-            return False
-    if supersedes:
-        retired = index.retired
-        for target in supersedes:
-            if target not in lines or target[0] != rid[0] or target in retired:
-                return False
-    # Index.add
-    lines[rid] = number
-    index.max_seq = seq
-    if supersedes:
-        index.retired.update(supersedes)
-        for target in supersedes:
-            index.retired_at[target] = number
-    index.count += 1
+    index.add(record, number)  # type: ignore[arg-type]
     return True
-
-
-# -- the canonical path: a line exactly as docket writes it, proven by one regular expression -------------
-#
-# ``canonical.dumps`` writes a record compactly with its fields in ``model.FIELD_ORDER``; most lines of
-# any ledger are such lines, and most hold no escape. For those, one ``re.fullmatch`` per line proves
-# the per-line rules (the pattern admits only valid JSON whose strings hold no escape and no control
-# character, each field once, of the right type: what ``quick_accept`` proves over the decoded dict, and
-# stricter) and captures the fields as the decoder would give them, without building a dict. The
-# cross-record rules are then ``linked``'s. Any line it does not match goes the ``quick_accept`` way.
-
-_RX_PLAIN = r'[^"\\\x00-\x1f]'  # a string's character that needs no escape: what json.loads returns as is
-_RX_STRING = rf'"({_RX_PLAIN}*)"'
-_RX_TEXT = rf'"({_RX_PLAIN}+)"'  # non-empty
-_RX_ID = r'"[cdq][1-9][0-9]{0,17}"'
-_RX_IDS = rf"\[((?:{_RX_ID}(?:,{_RX_ID})*+)?)\]"
-_RX_TEXTS = rf'\[((?:"{_RX_PLAIN}+"(?:,"{_RX_PLAIN}+")*+)?)\]'
-_RX_GROUPS = rf"\[((?:\[{_RX_ID}(?:,{_RX_ID})*+\](?:,\[{_RX_ID}(?:,{_RX_ID})*+\])*+)?)\]"
-_RX_EVIDENCE_ITEM = rf'\{{"ref":"{_RX_PLAIN}+"(?:,"checked_at":"{_RX_PLAIN}*")?(?:,"commit":"{_RX_PLAIN}*")?\}}'
-_RX_EVIDENCE = rf"\[(?:{_RX_EVIDENCE_ITEM}(?:,{_RX_EVIDENCE_ITEM})*+)?\]"
-
-
-def _line_pattern(kind: str) -> re.Pattern[str]:
-    prefix = model.PREFIX[kind]
-    # The same group numbers for every kind: a claim's or a question's choice, alternatives and decided_by are ''.
-    only = (
-        rf'"choice":{_RX_TEXT},"alternatives":{_RX_TEXTS},"decided_by":{_RX_STRING},'
-        if kind == "decision"
-        else "()()()"
-    )
-    depends_on = _RX_IDS if kind == "decision" else r"\[()\]"
-    answers = r"\[()\]" if kind == "question" else _RX_IDS
-    return re.compile(
-        rf'\{{"schema":2,"kind":"{kind}","id":"({prefix}[1-9][0-9]{{0,17}})","text":{_RX_TEXT},{only}'
-        rf'"state":"({"|".join(model.STATES[kind])})","ts":{_RX_STRING},"author":{_RX_STRING},"session":{_RX_STRING},'
-        rf'"branch":{_RX_STRING},"scope":{_RX_TEXTS},"rationale":{_RX_STRING},"supports":{_RX_GROUPS},'
-        rf'"depends_on":{depends_on},"answers":{answers},"supersedes":{_RX_IDS},"evidence":({_RX_EVIDENCE}),'
-        rf'"revisit":{_RX_STRING},"cost_if_wrong":{_RX_STRING},"pinned":(true|false)\}}'
-    )
-
-
-#: The first letter of the kind (``text[20]``, after ``{"schema":2,"kind":"``) -> its line's pattern;
-#: compiled on first use (~18 ms: no start-up path that never builds an index pays for it).
-_LINES: dict[str, re.Pattern[str]] = {}
-_KIND_AT = len('{"schema":2,"kind":"')
-
-#: The groups ``canonical_fields`` captures, in order (lists as their text between the brackets).
-CANONICAL_GROUPS = (
-    "id",
-    "text",
-    "choice",
-    "alternatives",
-    "decided_by",
-    "state",
-    "ts",
-    "author",
-    "session",
-    "branch",
-    "scope",
-    "rationale",
-    "supports",
-    "depends_on",
-    "answers",
-    "supersedes",
-    "evidence",
-    "revisit",
-    "cost_if_wrong",
-    "pinned",
-)
-
-
-def _id_list(inner: str) -> list[str]:
-    """The IDs of a list's text between its brackets (``"c1","d2"``): none holds a quote or a comma."""
-    return inner[1:-1].split('","') if inner else []
-
-
-def canonical_fields(text: str) -> tuple | None:
-    """(kind, fields, supports, depends_on, answers, supersedes) of a line as docket writes it, or None.
-
-    ``fields`` are the ``CANONICAL_GROUPS``' texts, each what ``json.loads``
-    gives for it (a list: its text between the brackets; evidence: its JSON,
-    brackets included; pinned: ``true`` or ``false``); the relations are decoded. A line that matches passes
-    ``check_line`` and ``parse_line``; the cross-record rules are
-    ``linked``'s. None: not such a line (the ``quick_accept`` way decides).
-    """
-    pattern = _LINES.get(text[_KIND_AT : _KIND_AT + 1])
-    if pattern is None:
-        if _LINES:
-            return None
-        _LINES.update((model.PREFIX[kind], _line_pattern(kind)) for kind in model.KINDS)
-        return canonical_fields(text)
-    match = pattern.fullmatch(text)
-    if match is None:
-        return None
-    fields = match.groups()
-    if text_too_long(fields[1]):
-        return None  # check_line refuses it: the exact path gives the message
-    supports = fields[12]
-    return (
-        model.KIND_OF_PREFIX[fields[0][0]],
-        fields,
-        [group[1:-1].split('","') for group in supports[1:-1].split("],[")] if supports else [],
-        _id_list(fields[13]),
-        _id_list(fields[14]),
-        _id_list(fields[15]),
-    )

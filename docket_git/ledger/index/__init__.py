@@ -18,9 +18,9 @@ digest of their last block, and digest checkpoints along the file.
 * a missing, corrupt, locked-out or foreign-version database, or one that
   would have to validate more than ``UPDATE_LIMIT`` new bytes, is built
   afresh silently: in a temporary file without a journal, one validated
-  slice at a time (``store.validated``: a line as docket writes it proven
-  by one regular expression, other clean lines by the C scanner and
-  ``quick_accept``, any doubt left to the exact per-line path), then
+  slice at a time (``store.validated``: each line decoded by the C scanner
+  and checked by ``validate.quick_accept``, the exact rules with a refusal
+  read as "not proven", any doubt left to the exact per-line path), then
   renamed into place; a cache directory that cannot be written degrades to an in-memory
   index with one notice.
 

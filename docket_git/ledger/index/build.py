@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import operator
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -62,9 +61,8 @@ def _build_file(ledger: Path, target: Path, data: bytes, stat: tuple) -> None:
 def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple) -> None:
     """Index every line of ``data`` into empty tables without secondary indexes, validating as it goes.
 
-    Lines are validated and inserted a slice at a time (``store.validated``;
-    a line as docket writes it is never decoded to a dict: its rows are built
-    from ``validate.canonical_fields``), so memory holds one slice of records
+    Lines are validated and inserted a slice at a time (``store.validated``),
+    so memory holds one slice of records
     plus a small structural entry per record, never every record and every
     row at once. A record's
     derived columns (state, retired_by, applicable, degree) depend on later
@@ -78,7 +76,7 @@ def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple) -> N
     """
     snap = store.Snapshot(path=ledger, data=data)
     build = _Build(conn, data)
-    for records, ends in store.validated(snap, canonical=True):
+    for records, ends in store.validated(snap):
         build.take(records, ends)
     build.flush()
     _fill_settled(build, snap, ledger, stat)
@@ -144,7 +142,7 @@ class _Build:
         self.seq = 0
 
     def take(self, records: list, ends: list[int]) -> None:
-        """Index one validated slice: records (dicts or ``canonical_fields`` tuples) and the offset past each."""
+        """Index one validated slice: records and the offset past each."""
         rows, hays, rels, scopes, entries = _rows(records, ends, self.data, self.seq, self.sha256, self.view)
         del records
         self._account(entries, ends)
@@ -193,7 +191,7 @@ _INSERT_SCOPE = "INSERT INTO scopes VALUES (?2, ?3, ?4)"
 def _rows(
     records: list, ends: list[int], data: bytes, seq: int, sha256: object, view: memoryview
 ) -> tuple[list[list], list[tuple], list[tuple], list[tuple], list[tuple]]:
-    """The rows of validated records (dicts or ``canonical_fields`` tuples) whose lines end at ``ends``, from seq on.
+    """The rows of validated records whose lines end at ``ends``, from seq on.
 
     (records rows, haystacks rows, relations rows and scopes rows (each led
     by its record's seq), and each record's structural entry: id, kind,
@@ -209,53 +207,18 @@ def _rows(
         stop = end - 1 if data[end - 1] == 10 else end
         start = data.rfind(b"\n", 0, stop) + 1
         digest = sha256(view[start:stop]).hexdigest()  # type: ignore[operator]
-        if type(record) is tuple:  # a line as docket writes it: its fields, as canonical_fields captured them
-            kind, fields, supports, depends_on, answers, supersedes = record
-            rid, text, choice, alternatives, state, rationale, scope = _CANONICAL_PARTS(fields)
-            applicable = (1 if state == "adopted" else 0) if kind == "decision" else None
-            scope = scope[1:-1].split('","') if scope else ()
-            rows.append(
-                [
-                    seq,
-                    rid,
-                    kind,
-                    state,
-                    state,
-                    "",
-                    applicable,
-                    1 if fields[19] == "true" else 0,
-                    text,
-                    choice,
-                    rationale,
-                    *_CANONICAL_PROVENANCE(fields),
-                    start,
-                    stop - start,
-                    digest,
-                    "[" + fields[15].replace(",", ", ") + "]",  # _ids: IDs hold no comma
-                    "[" + fields[13].replace(",", ", ") + "]",
-                    "[" + fields[14].replace(",", ", ") + "]",
-                    0,
-                ]
-            )
-            # model.searchable, casefolded: the pattern admits no control character, so no NUL
-            if alternatives:
-                alternatives = alternatives[1:-1].split('","')
-                hays.append((seq, " ".join((rid, text, rationale, choice, *alternatives, *scope)).casefold()))
-            else:
-                hays.append((seq, " ".join((rid, text, rationale, choice, *scope)).casefold()))
-        else:
-            rid, kind, state = record["id"], record["kind"], record["state"]
-            get = record.get
-            supports, depends_on, answers, supersedes = (
-                get("supports"),
-                get("depends_on"),
-                get("answers"),
-                get("supersedes"),
-            )
-            scope = get("scope")
-            applicable = (1 if state == "adopted" else 0) if kind == "decision" else None
-            rows.append(_record_row(seq, record, state, "", applicable, start, stop - start, digest))
-            hays.append((seq, _haystack(record)))
+        rid, kind, state = record["id"], record["kind"], record["state"]
+        get = record.get
+        supports, depends_on, answers, supersedes = (
+            get("supports"),
+            get("depends_on"),
+            get("answers"),
+            get("supersedes"),
+        )
+        scope = get("scope")
+        applicable = (1 if state == "adopted" else 0) if kind == "decision" else None
+        rows.append(_record_row(seq, record, state, "", applicable, start, stop - start, digest))
+        hays.append((seq, _haystack(record)))
         if supports:
             for n, group in enumerate(supports):
                 for target in group:
@@ -274,11 +237,6 @@ def _rows(
         seq += 1
     return rows, hays, rels, scopes, entries
 
-
-#: From ``validate.canonical_fields``' fields: id, text, choice, alternatives, state, rationale, scope; and
-#: author, ts, session, branch (the ``records`` columns' order).
-_CANONICAL_PARTS = operator.itemgetter(0, 1, 2, 3, 5, 11, 10)
-_CANONICAL_PROVENANCE = operator.itemgetter(7, 6, 8, 9)
 
 #: Scope -> its kind, as ``scope_kind`` says (a ledger repeats few distinct scopes many times).
 _SCOPE_KINDS: dict[str, str] = {}
