@@ -104,9 +104,9 @@ def _fill_settled(build: _Build, snap: store.Snapshot, ledger: Path, stat: tuple
     conn.executemany(
         "INSERT INTO checkpoints VALUES (?, ?, ?, ?)", _checkpoints(data, 0, 0, 0, length, build.record_ends)
     )
-    conn.execute(_INSERT_PREREQUISITES)
     for statement in INDEXES:
         conn.execute(statement)
+    conn.execute(_INSERT_PREREQUISITES)
     _write_meta(conn, ledger, stat, data, length, data.count(b"\n", 0, length))
     conn.execute("INSERT OR REPLACE INTO meta VALUES ('indexed_from', 0)")
 
