@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from docket_git.ledger import model, validate
+from docket_git.errors import LedgerError
+from docket_git.ledger import model, store, validate
 
 from .conftest import Repo, rec
 
@@ -34,7 +36,7 @@ def test_both_shapes_of_legacy_overrides_pass_every_path(overrides: object) -> N
     record = _migrated("d1", overrides)
     text = json.dumps(record)
     assert validate.check_line(json.loads(text)) == "d1"
-    assert validate.quick_accept(json.loads(text), text, validate.Index(), 1)
+    assert store.parse(Path("ledger.jsonl"), text.encode() + b"\n").records == [record]  # bulk validation
 
 
 @pytest.mark.parametrize("overrides", [["supports", "answers"], ["supports", "supports"], ["because"], [1], "x"])
@@ -42,7 +44,8 @@ def test_a_list_of_overrides_is_docket_s_sorted_relation_names_only(overrides: o
     with pytest.raises(validate.Invalid, match="sorted list of relation names"):
         validate.check_line(_migrated("d1", overrides))
     text = json.dumps(_migrated("d1", overrides))
-    assert not validate.quick_accept(json.loads(text), text, validate.Index(), 1)
+    with pytest.raises(LedgerError, match="sorted list of relation names"):
+        store.parse(Path("ledger.jsonl"), text.encode() + b"\n")  # bulk validation
 
 
 def test_a_ledger_docket_migrated_reads_checks_and_rebases_byte_for_byte(repo: Repo) -> None:
@@ -211,12 +214,15 @@ def test_the_text_limit_is_one_rule_on_every_path(char: str) -> None:
     over = fits + char
     for text, ok in ((fits, True), (over, False)):
         line = canonical.dumps(rec("c1", text=text))
-        assert validate.quick_accept(json.loads(line), line, validate.Index(), 1) == ok
+        data = line.encode() + b"\n"
         if ok:
             assert validate.check_line(json.loads(line)) == "c1"
+            assert store.parse(Path("ledger.jsonl"), data).records[0]["text"] == text
         else:
             with pytest.raises(validate.Invalid, match=r"at most 32768 \(32 KiB\)"):
                 validate.check_line(json.loads(line))
+            with pytest.raises(LedgerError, match=r"at most 32768 \(32 KiB\)"):
+                store.parse(Path("ledger.jsonl"), data)
 
 
 def test_a_record_past_the_limit_is_refused_with_a_clear_message(repo: Repo) -> None:

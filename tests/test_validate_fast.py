@@ -1,11 +1,13 @@
-"""The fast validation path accepts exactly what the exact per-line path accepts, with the same records and report.
+"""Bulk validation accepts exactly what the rules, applied one by one in order, accept, with the same records and report.
 
-``store.validated`` offers each line to ``validate.quick_accept`` (decoded by
-the C scanner from its slice) and sends anything it cannot prove to the exact
-path (``parse_line``, ``check_line``, ``Index.check``). Here valid ledgers are
-mutated line by line (duplicate keys, key order, wrong types, control
-characters, bad IDs, superseded IDs, truncation, stray bytes...) and every
-outcome is compared with a reference that runs the exact path on every line.
+``store.validated`` reads a ledger a slice at a time and runs ``parse_line``,
+``check_line`` and ``Index.check`` on each line; ``check_line`` accepts a
+record of the shape docket writes in one pass derived from ``validate.RULES``
+(``_passes``) and skips the lone-surrogate walk for a line with no ``\\ud``
+escape. Here valid ledgers are mutated line by line (duplicate keys, key
+order, wrong types, control characters, bad IDs, superseded IDs, truncation,
+stray bytes...) and every outcome is compared with a reference that reads
+line by line and applies every rule in ``RULES``' order (``_passes`` off).
 """
 
 from __future__ import annotations
@@ -27,7 +29,13 @@ from .test_outline import cache_home, ledger_in
 
 
 def reference(data: bytes) -> tuple:
-    """What the exact path makes of data: (records, ends, valid length, torn line, index) or the refusal."""
+    """What the rules in order make of data: (records, ends, valid length, torn line, index) or the refusal."""
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(validate, "_passes", lambda record, rules: False)
+        return _reference(data)
+
+
+def _reference(data: bytes) -> tuple:
     known = validate.Index()
     records: list[dict] = []
     ends: list[int] = []
@@ -294,14 +302,14 @@ def mutated(draw: st.DrawFn) -> bytes:
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=mutated(), size=st.sampled_from([None, 1, 200, 2000]))
-def test_the_fast_path_accepts_exactly_what_the_exact_path_accepts(data: bytes, size: int | None) -> None:
+def test_bulk_validation_accepts_exactly_what_the_rules_in_order_accept(data: bytes, size: int | None) -> None:
     expected = reference(data)
     assert fast(data, size) == expected
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=mutated())
-def test_a_cold_build_refuses_and_accepts_as_the_exact_path_does(data: bytes) -> None:
+def test_a_cold_build_refuses_and_accepts_as_the_rules_in_order_do(data: bytes) -> None:
     expected = reference(data)
     with cache_home() as tmp:
         path = ledger_in(tmp, data)
@@ -320,42 +328,12 @@ def test_a_cold_build_refuses_and_accepts_as_the_exact_path_does(data: bytes) ->
             ix.close()
 
 
-def test_a_legacy_record_takes_the_fast_path_when_it_is_valid() -> None:
-    record = rec("d1")
-    record["legacy"] = {
-        "source_id": "d7",
-        "raw": {"id": "d7", "nested": {"a": [1, {"b": 2}]}},
-        "relation_map": {
-            **{k: [] for k in validate.LEGACY_SOURCE_KEYS},
-            **{f"mapped_{r}": [] for r in model.RELATIONS},
-            "overrides": {},
-        },
-    }
-    text = json.dumps(record)
-    known = validate.Index()
-    assert validate.quick_accept(json.loads(text), text, known, 1)
-    assert known.lines == {"d1": 1} and known.max_seq == 1 and known.count == 1
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        '{"schema": 2, "schema": 2}',  # a field given twice
-        json.dumps({**rec("c1"), "text": 'has \\": inside'}),  # more '":' than keys: the exact path counts again
-    ],
-)
-def test_quick_accept_leaves_doubtful_lines_to_the_exact_path(text: str) -> None:
-    known = validate.Index()
-    assert not validate.quick_accept(json.loads(text), text, known, 1)
-    assert known.count == 0 and not known.lines
-
-
 @pytest.mark.parametrize(
     "write", [canonical.line, lambda r: json.dumps(r).encode() + b"\n"], ids=["canonical", "spaced"]
 )
 def test_superseding_a_record_already_retired_is_refused_by_every_path(write) -> None:
     """c3 supersedes c1, which c2 already retired: the exact rule (``Index.check``) refuses line 3, and so must
-    the bulk path (``quick_accept``) and a cold index build."""
+    bulk validation (``store.validated``) and a cold index build."""
     records = [rec("c1"), rec("c2", supersedes=["c1"]), rec("c3", supersedes=["c1"])]
     data = b"".join(write(r) for r in records)
     expected = reference(data)
@@ -379,8 +357,8 @@ def test_superseding_a_record_already_retired_is_refused_by_every_path(write) ->
 def test_a_rule_changed_in_its_one_statement_changes_every_path(
     monkeypatch: pytest.MonkeyPatch, field: str, value: object, message: str
 ) -> None:
-    """Mutate one ``validate.RULES`` entry to refuse a value it accepts: the exact path, the bulk path and
-    a cold build all refuse it, with the exact path's message, and accept it again with the rule as stated."""
+    """Mutate one ``validate.RULES`` entry to refuse a value it accepts: the rules in order, the one-pass
+    acceptance derived from them, bulk validation and a cold build all refuse it, with the same message."""
     records = [rec("c1"), rec("c2", **{field: value})]
     data = b"".join(canonical.line(r) for r in records)
     assert reference(data)[0] != "refused"
@@ -399,8 +377,6 @@ def test_a_rule_changed_in_its_one_statement_changes_every_path(
     expected = ("refused", f"line 2: c2: {message}")
     assert reference(data) == expected
     assert fast(data, None) == expected
-    line = data.splitlines()[1].decode()
-    assert not validate.quick_accept(json.loads(line), line, validate.Index(lines={"c1": 1}, max_seq=1), 2)
     with cache_home() as tmp:
         with pytest.raises(LedgerError) as refused:
             index.open_index(ledger_in(tmp, data)).close()

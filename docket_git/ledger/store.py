@@ -20,7 +20,7 @@ from pathlib import Path
 
 from docket_git.errors import LedgerError, NoLedger, notice
 from docket_git.ledger import canonical, jsonl
-from docket_git.ledger.validate import Index, Invalid, check_line, parse_line, quick_accept
+from docket_git.ledger.validate import Index, Invalid, check_line, parse_line
 from docket_git.repo import files, gitio
 
 LEDGER_DIR = ".docket"
@@ -347,8 +347,6 @@ def _parse(path: Path, data: bytes, *, records: bool, start: int, line_no: int, 
 #: Bytes validated per slice (whole lines): a few thousand records, decoded at once and then let go.
 SLICE = 1 << 20
 
-_scan_once = json.decoder.JSONDecoder().scan_once  # json.loads's own C scanner, without its wrapper
-
 
 def validated(
     snap: Snapshot,
@@ -362,78 +360,55 @@ def validated(
 
     Sets ``snap.index`` (``known``, or a new index) as it goes, and
     ``snap.valid_length`` and ``snap.torn_line`` once the last slice is
-    through. Raises ``LedgerError`` at the first line that does not validate,
-    with the exact path's message: a line is first offered to
-    ``validate.quick_accept`` (decoded by the C scanner from its slice's
-    text; the same rules, a refusal read as "not proven"), and whatever that
-    cannot prove valid goes through ``parse_line``, ``check_line`` and
-    ``Index.check``, which report. Callers that keep only what they need of
-    each slice hold a bounded amount of memory.
+    through. Raises ``LedgerError`` at the first line that does not validate:
+    every line goes through ``parse_line``, ``check_line`` and
+    ``Index.check``, the one statement of the rules. Callers that keep only
+    what they need of each slice hold a bounded amount of memory.
     """
     data, path = snap.data, snap.path
     index = snap.index = known if known is not None else Index()
     total = len(data)
     size = size or SLICE
     torn = not data.endswith(b"\n")
-    scan = _scan_once
     pos = valid_end = start
     number = line_no
     while pos < total:
         nl = data.find(b"\n", min(pos + size, total) - 1)
         stop = total if nl < 0 else nl + 1
-        chunk = data[pos:stop]
-        raws = chunk.split(b"\n")
-        try:
-            texts: list[str] | None = chunk.decode("utf-8").split("\n")
-        except UnicodeDecodeError:
-            texts = None  # some line is not UTF-8: the exact path says which
-        del chunk
+        raws = data[pos:stop].split(b"\n")
         if nl >= 0:
             raws.pop()  # after the slice's last newline
-            if texts is not None:
-                texts.pop()
         found: list[dict] = []
         found_ends: list[int] = []
         end = pos
-        for i, raw in enumerate(raws):
+        for raw in raws:
             number += 1
             end += len(raw) + 1
             if end > total:
                 end = total  # the last line has no newline
-            record = None
-            if texts is not None:
-                text = texts[i]
-                if text[:1] == "{":
-                    try:
-                        record, at = scan(text, 0)
-                        if at != len(text) or not quick_accept(record, text, index, number):
-                            record = None
-                    except Exception:  # any doubt: the exact path decides, and reports
-                        record = None
-            if record is None:
-                if not raw.strip():
-                    valid_end = end
-                    continue
-                try:
-                    record = parse_line(raw)
-                except ValueError as exc:
-                    if end == total and torn:
-                        snap.torn_line = number
-                        notice(
-                            f"{path}: line {number}: skipped a torn final line "
-                            "(no newline, not JSON); the next append removes it"
-                        )
-                        snap.valid_length = valid_end
-                        if found:
-                            yield found, found_ends
-                        return
-                    raise LedgerError(f"line {number}: {exc}") from None
-                try:
-                    check_line(record)
-                    index.check(record)
-                except Invalid as exc:
-                    raise LedgerError(f"line {number}: {exc.where}: {exc.message}") from None
-                index.add(record, number)
+            if not raw or raw.isspace():
+                valid_end = end
+                continue
+            try:
+                record = parse_line(raw)
+            except ValueError as exc:
+                if end == total and torn:
+                    snap.torn_line = number
+                    notice(
+                        f"{path}: line {number}: skipped a torn final line "
+                        "(no newline, not JSON); the next append removes it"
+                    )
+                    snap.valid_length = valid_end
+                    if found:
+                        yield found, found_ends
+                    return
+                raise LedgerError(f"line {number}: {exc}") from None
+            try:
+                check_line(record, raw)
+                index.check(record)
+            except Invalid as exc:
+                raise LedgerError(f"line {number}: {exc.where}: {exc.message}") from None
+            index.add(record, number)
             found.append(record)
             found_ends.append(end)
             valid_end = end

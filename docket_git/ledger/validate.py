@@ -118,10 +118,12 @@ def text_too_long(text: str) -> bool:
 # -- the per-line rules, stated once --------------------------------------------------------------
 #
 # ``RULES`` is the one statement of what a field of a record may hold. ``check_line``
-# applies it (after the record's schema, kind and ID) in its order, raising the first
-# rule's message a record breaks; nothing else restates a rule. ``quick_accept`` (the
-# bulk read's path) runs the same ``check_line`` and only turns its refusal into "not
-# proven", so a rule changed here changes every path (tests/test_validate_fast.py).
+# applies it (after the record's schema, kind and ID): a record of the shape docket
+# writes is accepted in one pass derived from it (``_passes``), and only a record that
+# breaks a rule goes through the rules in order, which raise the first one's message.
+# Every reader, writer and build validates through ``check_line`` (a cold build too:
+# ``store.validated``), so a rule changed here changes every path
+# (tests/test_validate_fast.py).
 
 
 class Rule(NamedTuple):
@@ -316,11 +318,11 @@ def _passes(record: dict, rules: _Compiled) -> bool:
     return True
 
 
-def check_line(record: object, line: str | None = None) -> str:
+def check_line(record: object, line: bytes | None = None) -> str:
     """Apply every single-record rule in order; return the record's ID.
 
-    ``line``: the JSON text record was decoded from, when the caller has it (a
-    text with no ``\\ud`` escape decodes to no lone surrogate: that walk is skipped).
+    ``line``: the UTF-8 line record was decoded from, when the caller has it
+    (a line with no ``\\ud`` escape decodes to no lone surrogate: that walk is skipped).
     """
     if type(record) is not dict:
         raise Invalid("record", "each JSONL line must be an object")
@@ -351,7 +353,7 @@ def check_line(record: object, line: str | None = None) -> str:
             raise Invalid(rid, message(value) if callable(message) else message.format(value=value, kind=kind))
     if "legacy" in record:
         _check_legacy(rid, record)
-    if line is None or "\\ud" in line or "\\uD" in line:
+    if line is None or b"\\ud" in line or b"\\uD" in line:
         found = _surrogate(record, "")
         if found is not None:
             name, char = found
@@ -637,42 +639,3 @@ def check_new(record: dict) -> None:
             "decision rationale must say why the choice won; leave --rationale off "
             "when the choice line already carries the reason",
         )
-
-
-# -- the bulk read: the same rules, with "not proven" for a refusal -------------------------------------
-
-
-def _key_count(record: dict) -> int:
-    """The object keys of a record that passed ``check_line``: only evidence items and legacy hold objects.
-
-    Counting fewer keys than a line holds only sends it to the exact path.
-    """
-    keys = len(record)
-    evidence = record.get("evidence")
-    if evidence:
-        for item in evidence:
-            keys += len(item)
-    legacy = record.get("legacy")
-    if legacy is not None:
-        keys += _keys(legacy, 1)
-    return keys
-
-
-def quick_accept(record: object, text: str, index: Index, number: int) -> bool:
-    """True when the exact rules accept ``record``, decoded from the line ``text``; it is then added to index.
-
-    ``record`` must be what ``json.loads(text)`` gives for a line starting with
-    ``{``. This runs ``check_line`` and ``Index.check`` themselves, and
-    ``parse_line``'s key count (a field given twice); False means "not
-    proven" (never "invalid"), with index unchanged: the exact path decides and
-    gives the message.
-    """
-    try:
-        check_line(record, text)
-        if _key_count(record) != text.count('":'):  # type: ignore[arg-type]
-            return False  # a field given twice, or a key count the exact path settles
-        index.check(record)  # type: ignore[arg-type]
-    except Exception:  # any refusal: the exact path reports it
-        return False
-    index.add(record, number)  # type: ignore[arg-type]
-    return True

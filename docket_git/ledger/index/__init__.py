@@ -18,9 +18,8 @@ digest of their last block, and digest checkpoints along the file.
 * a missing, corrupt, locked-out or foreign-version database, or one that
   would have to validate more than ``UPDATE_LIMIT`` new bytes, is built
   afresh silently: in a temporary file without a journal, one validated
-  slice at a time (``store.validated``: each line decoded by the C scanner
-  and checked by ``validate.quick_accept``, the exact rules with a refusal
-  read as "not proven", any doubt left to the exact per-line path), then
+  slice at a time (``store.validated``: ``parse_line``, ``check_line`` and
+  ``Index.check`` on every line, the one statement of the rules), then
   renamed into place; a cache directory that cannot be written degrades to an in-memory
   index with one notice.
 
