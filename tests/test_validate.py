@@ -172,3 +172,17 @@ def test_write_time_refusals(record: dict, fragment: str) -> None:
 
 def test_questions_may_end_with_question_marks() -> None:
     check_new(rec("q1", text="Which store?"))
+
+
+def test_a_field_given_twice_is_refused_when_another_key_is_spaced_before_its_colon() -> None:
+    """Counting '":' alone missed it: the spaced key's end went uncounted and the repeated one made up for it."""
+    from docket_git.ledger.validate import parse_line
+
+    line = (
+        b'{"schema":2,"schema":2,"kind":"claim","id":"c1","text":"t","state":"unassessed",'
+        b'"ts":"","author":"","session":"","branch":"","scope" :[]}'
+    )
+    with pytest.raises(ValueError, match="field 'schema' appears twice"):
+        parse_line(line)
+    assert parse_line(line.replace(b'"schema":2,"schema":2', b'"schema":2'))["scope"] == []
+    assert parse_line(b'{"a" :1, "b": "x\\" :y"}') == {"a": 1, "b": 'x" :y'}

@@ -479,6 +479,8 @@ class Index:
 MAX_DEPTH = 32
 #: A key's closing quote and its colon; inside a string a quote is escaped, so this never undercounts keys.
 _KEY_END = re.compile(rb'"[ \t\r\n]*:')
+#: A key's closing quote, whitespace, its colon: a line without one has its every key end counted by ``'":'``.
+_SPACED_KEY_END = re.compile(rb'"[ \t\r\n]+:')
 
 
 def _keys(value: object, depth: int = 0) -> int:
@@ -527,8 +529,11 @@ def parse_line(raw: bytes) -> object:
         raise ValueError(f"invalid JSON: {exc.msg} (column {exc.colno})") from None
     except RecursionError:
         raise ValueError(f"nested more than {MAX_DEPTH} levels deep; a record never is") from None
+    # Each key, a field given twice and each escaped quote before a colon in a string end in '"' and ':'
+    # (spaced or not): as many key ends as keys proves no field is given twice, and any doubt asks json.
     keys = _keys(value)
-    if keys != raw.count(b'":') and keys != len(_KEY_END.findall(raw)):
+    spaced = _SPACED_KEY_END.search(raw) is not None
+    if keys != (len(_KEY_END.findall(raw)) if spaced else raw.count(b'":')):
         json.loads(text, object_pairs_hook=_refuse_duplicates)  # raises naming the field given twice
     return value
 
