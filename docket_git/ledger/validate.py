@@ -496,7 +496,8 @@ def _keys(value: object, depth: int = 0) -> int:
         if kind is dict or kind is list:
             if depth >= MAX_DEPTH:
                 raise ValueError(f"nested more than {MAX_DEPTH} levels deep; a record never is")
-            count += _keys(item, depth + 1)
+            if item:  # an empty one holds no key (most relation lists are empty: a call saved each)
+                count += _keys(item, depth + 1)
     return count
 
 
