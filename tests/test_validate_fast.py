@@ -368,7 +368,7 @@ def test_a_rule_changed_in_its_one_statement_changes_every_path(
         if rule.field != field or "claim" not in rule.kinds:
             return rule
         test = rule.test
-        return rule._replace(test=lambda v: v != value and test(v))
+        return rule.replace(test=lambda v: v != value and test(v))
 
     mutated_rules = tuple(refuse(rule) for rule in validate.RULES)
     assert mutated_rules != validate.RULES

@@ -11,7 +11,6 @@ import json
 import operator
 import re
 from collections.abc import Callable
-from typing import NamedTuple
 
 from docket_git.ledger import model
 from docket_git.plain import Plain
@@ -126,7 +125,7 @@ def text_too_long(text: str) -> bool:
 # (tests/test_validate_fast.py).
 
 
-class Rule(NamedTuple):
+class Rule(Plain):
     """One per-line rule: in a record of one of ``kinds``, field ``field`` passes ``test``.
 
     ``message`` says why a value fails (``{value}`` and ``{kind}`` are filled in), or is
@@ -135,11 +134,21 @@ class Rule(NamedTuple):
     one a record breaks, in ``RULES``' order, is the one reported.
     """
 
-    field: str
-    test: Callable[[object], bool]
-    message: str | Callable[[object], str]
-    kinds: tuple[str, ...] = model.KINDS
-    missing: str | None = None
+    __slots__ = ("field", "kinds", "message", "missing", "test")
+
+    def __init__(
+        self,
+        field: str,
+        test: Callable[[object], bool],
+        message: str | Callable[[object], str],
+        kinds: tuple[str, ...] = model.KINDS,
+        missing: str | None = None,
+    ) -> None:
+        self.field = field
+        self.test = test
+        self.message = message
+        self.kinds = kinds
+        self.missing = missing
 
 
 def _string(value: object) -> bool:
@@ -254,18 +263,32 @@ RULES: tuple[Rule, ...] = (
 _MISSING = object()
 
 
-class _Compiled(NamedTuple):
+class _Compiled(Plain):
     """The rules that apply to one kind, in forms derived from ``RULES``: in order (to report), by field
     (to accept a record in one pass over its items), and over the shape docket writes (one C call fetches
     the fields; the string-only ones are tested together)."""
 
-    ordered: tuple[tuple[str, Callable[[object], bool], str | Callable[[object], str], str | None], ...]
-    required: frozenset[str]
-    tests: dict[str, tuple[Callable[[object], bool], ...]]
-    shape: frozenset[str]  # every field docket writes for the kind (the heads and each field a rule allows)
-    fetch: Callable[[dict], tuple]  # the shape's values: the string-only fields', then one per other test
-    strings: int  # how many string-only fields fetch gives first
-    others: tuple[Callable[[object], bool], ...]
+    __slots__ = ("fetch", "ordered", "others", "required", "shape", "strings", "tests")
+
+    def __init__(
+        self,
+        ordered: tuple[tuple, ...],
+        required: frozenset[str],
+        tests: dict[str, tuple[Callable[[object], bool], ...]],
+        shape: frozenset[str],
+        fetch: Callable[[dict], tuple],
+        strings: int,
+        others: tuple[Callable[[object], bool], ...],
+    ) -> None:
+        self.ordered = ordered  # (field, test, message, missing) of each rule
+        self.required = required
+        self.tests = tests
+        #: Every field docket writes for the kind (the heads and each field a rule allows).
+        self.shape = shape
+        #: The shape's values: the string-only fields', then one per other test.
+        self.fetch = fetch
+        self.strings = strings  # how many string-only fields fetch gives first
+        self.others = others
 
 
 def by_kind(rules: tuple[Rule, ...]) -> dict[str, _Compiled]:
