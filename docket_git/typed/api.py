@@ -17,7 +17,7 @@ from docket_git.errors import notice
 from docket_git.ledger import db, store
 from docket_git.ledger.store import LedgerError
 from docket_git.repo import files
-from docket_git.typed import canonical, cite, declare, envelope, ops, replay
+from docket_git.typed import canonical, cite, declare, envelope, ops, pins, replay, write
 from docket_git.typed.declare import Ledger
 
 CODE_VERSION = "typed-1"
@@ -67,8 +67,16 @@ def resolve(root: Path, name: str | None, ltype: str | None = None) -> Ledger:
     )
 
 
-def _fingerprint(ledger: Ledger) -> str:
-    return f"{CODE_VERSION}:{replay.PROJECTION_VERSION}:{ledger.fingerprint()}"
+def _fingerprint(root: Path, ledger: Ledger) -> str:
+    """What the projection was built for: docket's code, the declaration and, for notes, the pins file's stat
+    (a change to it, as a merge or checkout brings, rebuilds the projection with the new pins)."""
+    base = f"{CODE_VERSION}:{replay.PROJECTION_VERSION}:{ledger.fingerprint()}"
+    return base if ledger.type != "notes" else f"{base}:pins:{pins.stamp(ledger_file(root, ledger.name))}"
+
+
+def _pins(root: Path, ledger: Ledger) -> dict:
+    """A notes ledger's citation pins (``typed.pins``); none for any other ledger."""
+    return pins.read(ledger_file(root, ledger.name), root) if ledger.type == "notes" else {}
 
 
 def database(root: Path, ledger: Ledger) -> Path:
@@ -195,7 +203,7 @@ def _ensure(root: Path, ledger: Ledger) -> Path:
     source = ledger_file(root, ledger.name)
     _regular(source)
     dbp = database(root, ledger)
-    fingerprint = _fingerprint(ledger)
+    fingerprint = _fingerprint(root, ledger)
     seal, stat = _read_seal(dbp), _stat_of(dbp)
     sealed = seal.get("proof") if seal is not None and stat is not None and seal.get("projection") == stat else None
     if sealed and sealed[4] == fingerprint and sealed[:4] == list(db.file_stat(source)):
@@ -208,18 +216,18 @@ def _ensure(root: Path, ledger: Ledger) -> Path:
             notice(
                 f"the projection of ledger '{ledger.name}' ({dbp}) was changed outside docket; rebuilt it from {rel}"
             )
-        elif proof[4] == fingerprint and _by_content(source, dbp, ledger, fingerprint, proof):
+        elif proof[4] == fingerprint and _by_content(root, source, dbp, ledger, fingerprint, proof):
             return dbp
     try:
         data = files.read_bytes(source, None, files.LEDGER_CAP)  # never through a link, never unbounded
     except FileNotFoundError:
         data = b""
-    db.rebuild(source, dbp, fingerprint, replay.build(ledger), data, None)
+    db.rebuild(source, dbp, fingerprint, replay.build(ledger, _pins(root, ledger)), data, None)
     _seal(dbp)
     return dbp
 
 
-def _by_content(source: Path, dbp: Path, ledger: Ledger, fingerprint: str, proof: tuple) -> bool:
+def _by_content(root: Path, source: Path, dbp: Path, ledger: Ledger, fingerprint: str, proof: tuple) -> bool:
     """A source whose stat changed: restamp it if its content digest is unchanged, extend the projection if it
     grew past the old bytes; True when done, False when only a replay will do."""
     try:
@@ -242,7 +250,7 @@ def _by_content(source: Path, dbp: Path, ledger: Ledger, fingerprint: str, proof
             if same_prefix and part:
                 start = full * replay.BLOCK
                 same_prefix = len(old) == full + 1 and hashlib.sha256(data[start:old_size]).digest() == old[full]
-            if same_prefix and replay.extend(ledger)(conn, data, old_size):
+            if same_prefix and replay.extend(ledger, _pins(root, ledger))(conn, data, old_size):
                 (digest,) = conn.execute("SELECT source_sha256 FROM replay_metadata LIMIT 1").fetchone()
                 db.stamp(conn, source, fingerprint, digest)
                 conn.execute("COMMIT")
@@ -262,12 +270,17 @@ def projection(root: Path, ledger: Ledger) -> Path:
         return _ensure(root, ledger)
 
 
-def _pin_citations(root: Path, op: dict) -> dict:
+def _pin_citations(root: Path, op: dict) -> tuple[dict, list[dict]]:
+    """(the note as its record holds it, each citation's pins: HEAD's commit and the cited lines' SHA-256).
+
+    The pins go to the pins file beside the ledger (``typed.pins``), never into the record: gh-aw
+    refuses a citation with any key but type, path, start_line and end_line.
+    """
     from docket_git.repo import gitio
 
     commit = gitio.head_commit(root)
     pinned = [cite.pin(root, c, commit, f"citations[{i}]") for i, c in enumerate(op["citations"])]
-    return {**op, "citations": pinned}
+    return write.unpinned({**op, "citations": pinned})
 
 
 def default_txn() -> str:
@@ -283,16 +296,20 @@ def append(root: Path, ledger: Ledger, operations: list[object], *, txn: str | N
     Record IDs derive from (txn, index): writing the same transaction again
     is a no-op, and the same ID with other content is refused.
     """
-    checked: list[dict] = []
+    checked: list[tuple[dict, list[dict]]] = []  # (the operation as its record holds it, its citations' pins)
     for i, op in enumerate(operations):
         try:
             op = ops.validate(ledger, op)
+            shape = write.check_shape(op, untyped=ledger.type is None)
+            if shape:
+                raise ops.OpError(shape)
             if ledger.type == "notes" and op["operation"] == "note":
-                op = _pin_citations(root, op)
+                checked.append(_pin_citations(root, op))
+            else:
+                checked.append((op, []))
         except ops.OpError as exc:
             where = f"operation {i + 1}: " if len(operations) > 1 else ""
             raise OperationError(f"ledger '{ledger.name}': {where}{exc}; nothing was written") from None
-        checked.append(op)
     txn = txn or default_txn()
     path = ledger_file(root, ledger.name)
     dbp = database(root, ledger)
@@ -350,7 +367,7 @@ _TAIL = 1 << 16
 
 
 def _append_locked(
-    root: Path, ledger: Ledger, path: Path, dbp: Path, lock_fd: int, checked: list[dict], txn: str
+    root: Path, ledger: Ledger, path: Path, dbp: Path, lock_fd: int, checked: list[tuple[dict, list[dict]]], txn: str
 ) -> list[tuple[str, bool]]:
     """Under the file's lock and the projection's: settle what a killed writer left, then write the batch."""
     _regular(path)
@@ -370,10 +387,13 @@ def _append_locked(
             try:
                 sealed.append(True)
                 (count,) = conn.execute("SELECT count FROM _lines").fetchone()
-                results, payload = _stage(conn, ledger, checked, txn, count + 1)
+                results, payload, pinned = _stage(conn, ledger, checked, txn, count + 1)
                 if not payload:
                     conn.execute("ROLLBACK")
                     return results
+                # The pins first: a note whose write died after them is simply not there (pins of an
+                # absent record are never read); the other order could leave a note unpinned.
+                pins.append(path, root, pinned)
                 conn.execute("UPDATE _lines SET count = ?", (count + payload.count(b"\n"),))
                 keep = base + len(tail)
                 first = keep // replay.BLOCK
@@ -384,7 +404,7 @@ def _append_locked(
                 store.write_batch(
                     path, lock_fd, tail, keep, payload, base=base, ledger_fd=fd, journal=payload.count(b"\n") > 1
                 )
-                db.stamp(conn, path, _fingerprint(ledger), digest)
+                db.stamp(conn, path, _fingerprint(root, ledger), digest)
                 proof = _proof_in(conn)
                 conn.execute("COMMIT")
                 sealed.append(proof)
@@ -431,40 +451,51 @@ def _settled_tail(path: Path, fd: int) -> tuple[int, bytes]:
 
 
 def _stage(
-    conn: sqlite3.Connection, ledger: Ledger, checked: list[dict], txn: str, first_line: int
-) -> tuple[list, bytes]:
+    conn: sqlite3.Connection, ledger: Ledger, checked: list[tuple[dict, list[dict]]], txn: str, first_line: int
+) -> tuple[list, bytes, bytes]:
+    """(results, the record lines to write, the pin lines to write), the operations applied to the projection.
+
+    Each operation becomes one record in gh-aw's format (``typed.write``). A record ID already in the
+    ledger (wherever the record keeps it: ``payload.id``, or the envelope ``id`` of a note or of docket's
+    older records) with the same operation is a retry that landed: not written again.
+    """
     results: list[tuple[str, bool]] = []
     lines: list[bytes] = []
+    pinned: list[bytes] = []
     parents = replay.heads(conn)
-    if len(parents) > envelope.MAX_PARENTS:
+    if len(parents) > write.MAX_PARENTS:
         raise OperationError(
-            f"ledger '{ledger.name}' has {len(parents)} heads, more than the {envelope.MAX_PARENTS} parents a "
-            f"record may name, so a new record cannot follow them all; nothing was written (see 'Parents' in "
-            f"docs/typed-ledgers.md)"
+            f"ledger '{ledger.name}' has {len(parents)} heads, more than the {write.MAX_PARENTS} parents a "
+            f"record may name (gh-aw: Too many ledger DAG heads), so a new record cannot follow them all; "
+            f"nothing was written (see 'Parents' in docs/typed-ledgers.md)"
         )
-    for i, op in enumerate(checked):
+    for i, (op, pins_of) in enumerate(checked):
         rid = envelope.record_id(txn, i)
-        rtype = op["operation"] if ledger.type else "record"
-        row = conn.execute("SELECT type, payload FROM records WHERE id = ?", (rid,)).fetchone()
+        row = conn.execute("SELECT type, payload FROM records WHERE record_id = ? LIMIT 1", (rid,)).fetchone()
         if row is not None:
-            if row == (rtype, canonical.dumps(op)):
+            if canonical.dumps(write.stored_operation(ledger.type, row[0], json.loads(row[1]))) == canonical.dumps(op):
                 results.append((rid, False))
                 continue
             raise OperationError(
                 f"ledger '{ledger.name}': record {rid} (transaction {txn!r}, operation {i + 1}) already exists "
                 f"with other content; use a new transaction ID; nothing was written"
             )
-        record, raw = envelope.seal(rid, rtype, envelope.now(), parents, op)
+        record, raw = write.seal_operation(ledger.type, op, rid, parents, envelope.now())
         record.line = first_line + len(lines)
         try:
-            replay.apply_new(conn, ledger, record)
+            replay.apply_new(conn, ledger, record, _pin_map(rid, pins_of))
         except ops.OpError as exc:
             where = f"operation {i + 1}: " if len(checked) > 1 else ""
             raise OperationError(f"ledger '{ledger.name}': {where}{exc}; nothing was written") from None
         parents = [record.sha]
         lines.append(raw)
+        pinned.append(pins.lines_for(rid, pins_of))
         results.append((rid, True))
-    return results, b"".join(lines)
+    return results, b"".join(lines), b"".join(pinned)
+
+
+def _pin_map(rid: str, pins_of: list[dict]) -> dict:
+    return {(rid, i): (p.get("commit"), p["content_sha256"]) for i, p in enumerate(pins_of) if p.get("content_sha256")}
 
 
 def query(root: Path, ledger: Ledger, sql: str, limits: db.Limits | None = None) -> tuple[list[str], list[tuple]]:
