@@ -181,3 +181,29 @@ def test_records_gh_aw_would_refuse_are_refused_on_write(repo: Repo) -> None:
     assert long_key.code == 1 and "longer than 256 bytes" in long_key.err
     assert snapshot(repo) == before
     assert op(repo, "audit", {f"k{i}": i for i in range(128)}).code == 0
+
+
+def test_strict_names_what_gh_aw_refuses_in_docket_s_older_records(repo: Repo) -> None:
+    """Older records replay in docket (check is clean), but --strict says where gh-aw's projection fails."""
+    declare(repo, NOTES + '[ledgers.history]\ntype = "log"\n')
+    pinned = {"type": "repository", "path": "a.py", "commit": "a" * 40, "content_sha256": "b" * 64}
+    old_note = {"operation": "note", "subject": "s", "note": "n", "reason": "r", "citations": [pinned]}
+    rid = envelope.record_id("old", 0)
+    ledger_file(repo, "knowledge").parent.mkdir(parents=True)
+    ledger_file(repo, "knowledge").write_bytes(envelope.seal(rid, "note", TS, [], old_note)[1])
+    assert repo.docket("ledger", "check", "knowledge").code == 0
+    strict = repo.docket("ledger", "check", "knowledge", "--strict")
+    assert strict.code == 1 and f"a note gh-aw's citation check refuses (line 1, {rid}:" in strict.out, strict.out
+    roots = [
+        envelope.seal(envelope.record_id("r", i), "append", TS, [], {"operation": "append", "value": i})
+        for i in range(65)
+    ]
+    heads = sorted(record.sha for record, _ in roots)
+    join = envelope.seal(envelope.record_id("j", 0), "append", TS, heads, {"operation": "append", "value": "j"})
+    ledger_file(repo, "history").write_bytes(b"".join(raw for _, raw in [*roots, join]))
+    assert repo.docket("ledger", "check", "history").code == 0
+    strict = repo.docket("ledger", "query", "history", "SELECT count(*) FROM state", "--strict")
+    assert (
+        strict.code == 1 and "Ledger branch contains invalid canonical records (line 66: invalid-envelope" in strict.err
+    )
+    assert "names 65 parents, gh-aw's limit is 64" in strict.err

@@ -198,8 +198,12 @@ def check(
     found = api.diagnostics(root, ledger)
     rel = api.ledger_file(root, ledger.name).relative_to(root)
     if not found:
-        typer.echo(f"docket: {rel} replays cleanly")
-        return
+        why = api.strict_failure(root, ledger) if strict or ledger.strict else None
+        if why is None:
+            typer.echo(f"docket: {rel} replays cleanly")
+            return
+        typer.echo(f"docket: {rel} fails under --strict, where gh-aw's projection fails: {why}")  # older records
+        raise typer.Exit(1)
     if strict or ledger.strict:
         typer.echo(
             f"docket: {rel} fails under --strict, where gh-aw's projection fails: {api.strict_failure(root, ledger)}"

@@ -564,15 +564,53 @@ def strict_failure(root: Path, ledger: Ledger) -> str | None:
         "FROM diagnostics d LEFT JOIN records r ON r.line = d.line AND d.code = 'invalid-operation' "
         "ORDER BY d.code = 'invalid-operation', 6, r.ordinal, d.line",
     )[1]
+    if found and found[0][0] != "invalid-operation":
+        code, line, rid, detail, _, _ = found[0]
+        return f"{GH_AW_INVALID_HISTORY} ({'line ' + str(line) if line else 'the ledger'}: {code}: {detail})"
+    older = _older_records_gh_aw_refuses(root, ledger)
+    if older:
+        return older
     if not found:
         return None
     code, line, rid, detail, _, _ = found[0]
     where = f"line {line}" if line else "the ledger"
-    if code != "invalid-operation":
-        return f"{GH_AW_INVALID_HISTORY} ({where}: {code}: {detail})"
     text = next((gh for ours, gh in GH_AW_ERRORS if ours in detail), None)
     detail = detail.removesuffix("; skipped")
     return f"{text} ({where}, {rid}: {detail})" if text else f"{detail} ({where}, {rid})"
+
+
+def _older_records_gh_aw_refuses(root: Path, ledger: Ledger) -> str | None:
+    """What gh-aw refuses in docket's older records, which docket still replays: more than 64 parents
+    (an ``invalid-envelope`` to gh-aw), and a note whose citations hold docket's pins then kept there
+    (gh-aw's citation check allows no other keys; it is reported before any later failing operation)."""
+    over = query(
+        root,
+        ledger,
+        f"SELECT r.line, r.id, count(*) FROM parents p JOIN records r ON r.sha = p.child_sha "
+        f"GROUP BY p.child_sha HAVING count(*) > {write.MAX_PARENTS} ORDER BY r.line LIMIT 1",
+    )[1]
+    if over:
+        line, rid, count = over[0]
+        return (
+            f"{GH_AW_INVALID_HISTORY} (line {line}: invalid-envelope: record {rid} of docket's older format names "
+            f"{count} parents, gh-aw's limit is {write.MAX_PARENTS})"
+        )
+    if ledger.type != "notes":
+        return None
+    pinned = query(
+        root,
+        ledger,
+        "SELECT r.line, r.id FROM records r, json_each(r.payload, '$.citations') c WHERE r.type = 'note' "
+        "AND (json_type(c.value, '$.commit') IS NOT NULL OR json_type(c.value, '$.content_sha256') IS NOT NULL) "
+        "ORDER BY r.ordinal LIMIT 1",
+    )[1]
+    if pinned:
+        line, rid = pinned[0]
+        return (
+            f"a note gh-aw's citation check refuses (line {line}, {rid}: docket's older format kept the pins, "
+            f"commit and content_sha256, in the citations, and gh-aw allows only type, path, start_line, end_line)"
+        )
+    return None
 
 
 def strict_error(root: Path, ledger: Ledger) -> LedgerError | None:
