@@ -38,7 +38,7 @@ schema = { type = "object", required = ["id", "severity"], properties = { id = {
 
 
 def generate(path: Path, n: int) -> None:
-    """n table operations as hashed records, chained, with a fork and merge every 1000 records."""
+    """n table operations as hashed records in gh-aw's format, chained, with a fork and merge every 1000 records."""
     from docket_git.typed import envelope
 
     heads: list[str] = []
@@ -56,7 +56,10 @@ def generate(path: Path, n: int) -> None:
         else:
             op = {"operation": "upsert", "value": {"id": key, "severity": "low"}}
         parents = heads if i % 1000 != 999 else heads[:-1] or heads  # an occasional fork from an older head
-        record, raw = envelope.seal(envelope.record_id("bench", i), op["operation"], envelope.now(), parents, op)
+        # gh-aw's record format, as docket writes it: the record ID in the payload, the envelope id another
+        # (random when docket writes; derived here so that runs compare), type ledger_append.
+        payload = {**op, "id": envelope.record_id("bench", i)}
+        record, raw = envelope.seal(envelope.record_id("env", i), "ledger_append", envelope.now(), parents, payload)
         out.append(raw)
         heads = sorted({*heads[-1:], record.sha}) if i % 1000 == 999 else [record.sha]
     path.write_bytes(b"".join(out))
