@@ -457,3 +457,23 @@ def _compare(table: str, have: list[dict], want: list[dict], by_sha: dict) -> No
     assert sorted(({c: r[c] for c in columns} for r in have), key=key) == sorted(
         ({c: r[c] for c in columns} for r in want), key=key
     ), table
+
+
+@pytest.mark.parametrize(
+    "case", [c for c in CASES if json.loads((FIXTURES / c / "config.json").read_text()).get("type") == "notes"]
+)
+def test_record_lines_gives_gh_aw_s_bytes_for_notes(case: str) -> None:
+    """``write.record_lines`` (the format as one pure function, for any storage): a notes record has no
+    random part, so given gh-aw's clock and heads it is byte for byte the line gh-aw wrote."""
+    from docket_git.typed import write as record_format
+
+    folder = FIXTURES / case
+    stored = (folder / "ledger.jsonl").read_bytes().splitlines(keepends=True)
+    by_id = {json.loads(line)["id"]: line for line in stored}
+    for run in json.loads((folder / "runs.json").read_text()):
+        ops = _requests(run)
+        first = json.loads(by_id[final_id(run["transaction_id"], 0)])
+        lines = record_format.record_lines(
+            "notes", ops, run["transaction_id"], first["parents"], timestamp=run["timestamp"]
+        )
+        assert lines == [by_id[final_id(run["transaction_id"], i)] for i in range(len(ops))]

@@ -207,3 +207,20 @@ def test_strict_names_what_gh_aw_refuses_in_docket_s_older_records(repo: Repo) -
         strict.code == 1 and "Ledger branch contains invalid canonical records (line 66: invalid-envelope" in strict.err
     )
     assert "names 65 parents, gh-aw's limit is 64" in strict.err
+
+
+def test_a_pins_file_that_is_a_link_is_refused_with_a_clear_message(repo: Repo) -> None:
+    declare(repo, NOTES)
+    (repo.path / "a.py").write_text("one\n")
+    note(repo, "first", "a.py:1")
+    pins_file(repo).unlink()
+    pins_file(repo).symlink_to("/etc/passwd")
+    before = snapshot(repo)
+    for args in (("ledger", "query", "knowledge", "SELECT 1"), ("ledger", "note-add", "knowledge", "--subject", "s",
+                 "--note", "n", "--reason", "r", "--cite", "a.py:1")):  # fmt: skip
+        result = repo.docket(*args)
+        assert result.code == 1 and result.err.startswith("docket: ") and "is a symbolic link" in result.err
+        assert "Traceback" not in result.err
+    assert {k: v for k, v in snapshot(repo).items() if not k.endswith(".lock")} == {
+        k: v for k, v in before.items() if not k.endswith(".lock")
+    }
