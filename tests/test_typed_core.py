@@ -238,7 +238,7 @@ def test_a_grown_file_extends_the_projection_and_a_rewrite_rebuilds_it(tmp_path,
     records = chain([{"operation": "increment", "name": "a", "amount": i} for i in range(1, 5)])
     path.write_bytes(data_of(records[:2]))
     dbp = api.database(tmp_path, ledger)
-    fp = api._fingerprint(tmp_path, ledger)
+    fp = api._fingerprint(ledger, tmp_path)
     build, extend = replay.build(ledger), replay.extend(ledger)
     assert db.ensure(path, dbp, fp, build, extend) == "rebuilt"
     assert db.ensure(path, dbp, fp, build, extend) == "current"

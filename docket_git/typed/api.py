@@ -67,11 +67,13 @@ def resolve(root: Path, name: str | None, ltype: str | None = None) -> Ledger:
     )
 
 
-def _fingerprint(root: Path, ledger: Ledger) -> str:
-    """What the projection was built for: docket's code, the declaration and, for notes, the pins file's stat
-    (a change to it, as a merge or checkout brings, rebuilds the projection with the new pins)."""
+def _fingerprint(ledger: Ledger, root: Path | None = None) -> str:
+    """What the projection was built for: docket's code, the declaration and, for notes (given root), the
+    pins file's stat (a change to it, as a merge or checkout brings, rebuilds the projection with the new pins)."""
     base = f"{CODE_VERSION}:{replay.PROJECTION_VERSION}:{ledger.fingerprint()}"
-    return base if ledger.type != "notes" else f"{base}:pins:{pins.stamp(ledger_file(root, ledger.name))}"
+    if root is None or ledger.type != "notes":
+        return base
+    return f"{base}:pins:{pins.stamp(ledger_file(root, ledger.name))}"
 
 
 def _pins(root: Path, ledger: Ledger) -> dict:
@@ -203,7 +205,7 @@ def _ensure(root: Path, ledger: Ledger) -> Path:
     source = ledger_file(root, ledger.name)
     _regular(source)
     dbp = database(root, ledger)
-    fingerprint = _fingerprint(root, ledger)
+    fingerprint = _fingerprint(ledger, root)
     seal, stat = _read_seal(dbp), _stat_of(dbp)
     sealed = seal.get("proof") if seal is not None and stat is not None and seal.get("projection") == stat else None
     if sealed and sealed[4] == fingerprint and sealed[:4] == list(db.file_stat(source)):
@@ -387,13 +389,14 @@ def _append_locked(
             try:
                 sealed.append(True)
                 (count,) = conn.execute("SELECT count FROM _lines").fetchone()
-                results, payload, pinned = _stage(conn, ledger, checked, txn, count + 1)
+                pinned: list[bytes] = []
+                results, payload = _stage(conn, ledger, checked, txn, count + 1, pinned)
                 if not payload:
                     conn.execute("ROLLBACK")
                     return results
                 # The pins first: a note whose write died after them is simply not there (pins of an
                 # absent record are never read); the other order could leave a note unpinned.
-                pins.append(path, root, pinned)
+                pins.append(path, root, b"".join(pinned))
                 conn.execute("UPDATE _lines SET count = ?", (count + payload.count(b"\n"),))
                 keep = base + len(tail)
                 first = keep // replay.BLOCK
@@ -404,7 +407,7 @@ def _append_locked(
                 store.write_batch(
                     path, lock_fd, tail, keep, payload, base=base, ledger_fd=fd, journal=payload.count(b"\n") > 1
                 )
-                db.stamp(conn, path, _fingerprint(root, ledger), digest)
+                db.stamp(conn, path, _fingerprint(ledger, root), digest)
                 proof = _proof_in(conn)
                 conn.execute("COMMIT")
                 sealed.append(proof)
@@ -451,9 +454,15 @@ def _settled_tail(path: Path, fd: int) -> tuple[int, bytes]:
 
 
 def _stage(
-    conn: sqlite3.Connection, ledger: Ledger, checked: list[tuple[dict, list[dict]]], txn: str, first_line: int
-) -> tuple[list, bytes, bytes]:
-    """(results, the record lines to write, the pin lines to write), the operations applied to the projection.
+    conn: sqlite3.Connection,
+    ledger: Ledger,
+    checked: list[tuple[dict, list[dict]]],
+    txn: str,
+    first_line: int,
+    pinned: list[bytes] | None = None,
+) -> tuple[list, bytes]:
+    """(results, the record lines to write), the operations applied to the projection; the pin lines to
+    write (``typed.pins``) are appended to pinned, when given.
 
     Each operation becomes one record in gh-aw's format (``typed.write``). A record ID already in the
     ledger (wherever the record keeps it: ``payload.id``, or the envelope ``id`` of a note or of docket's
@@ -461,7 +470,6 @@ def _stage(
     """
     results: list[tuple[str, bool]] = []
     lines: list[bytes] = []
-    pinned: list[bytes] = []
     parents = replay.heads(conn)
     if len(parents) > write.MAX_PARENTS:
         raise OperationError(
@@ -489,9 +497,10 @@ def _stage(
             raise OperationError(f"ledger '{ledger.name}': {where}{exc}; nothing was written") from None
         parents = [record.sha]
         lines.append(raw)
-        pinned.append(pins.lines_for(rid, pins_of))
+        if pinned is not None:
+            pinned.append(pins.lines_for(rid, pins_of))
         results.append((rid, True))
-    return results, b"".join(lines), b"".join(pinned)
+    return results, b"".join(lines)
 
 
 def _pin_map(rid: str, pins_of: list[dict]) -> dict:
