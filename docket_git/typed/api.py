@@ -13,11 +13,13 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import docket_git.typed.pins as pins  # the citation pins beside a notes ledger
+import docket_git.typed.write as write  # gh-aw's record format
 from docket_git.errors import notice
 from docket_git.ledger import db, store
 from docket_git.ledger.store import LedgerError
 from docket_git.repo import files
-from docket_git.typed import canonical, cite, declare, envelope, ops, pins, replay, write
+from docket_git.typed import canonical, cite, declare, envelope, ops, replay
 from docket_git.typed.declare import Ledger
 
 CODE_VERSION = "typed-1"
@@ -573,16 +575,17 @@ def strict_failure(root: Path, ledger: Ledger) -> str | None:
         "FROM diagnostics d LEFT JOIN records r ON r.line = d.line AND d.code = 'invalid-operation' "
         "ORDER BY d.code = 'invalid-operation', 6, r.ordinal, d.line",
     )[1]
-    if found and found[0][0] != "invalid-operation":
-        code, line, rid, detail, _, _ = found[0]
-        return f"{GH_AW_INVALID_HISTORY} ({'line ' + str(line) if line else 'the ledger'}: {code}: {detail})"
-    older = _older_records_gh_aw_refuses(root, ledger)
-    if older:
-        return older
+    if not found or found[0][0] == "invalid-operation":  # gh-aw refuses these before any operation
+        older = _older_records_gh_aw_refuses(root, ledger)
+        if older:
+            return older
+
     if not found:
         return None
     code, line, rid, detail, _, _ = found[0]
     where = f"line {line}" if line else "the ledger"
+    if code != "invalid-operation":
+        return f"{GH_AW_INVALID_HISTORY} ({where}: {code}: {detail})"
     text = next((gh for ours, gh in GH_AW_ERRORS if ours in detail), None)
     detail = detail.removesuffix("; skipped")
     return f"{text} ({where}, {rid}: {detail})" if text else f"{detail} ({where}, {rid})"
