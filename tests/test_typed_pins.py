@@ -167,7 +167,7 @@ def test_docket_s_older_records_still_replay_and_a_retry_finds_them(repo: Repo) 
         k: v for k, v in before.items() if not k.endswith(".lock")
     }
     other = op(repo, "metrics", {"operation": "increment", "name": "n", "amount": 3}, "--txn", "oldc")
-    assert other.code == 1 and "already exists with other content" in other.err
+    assert other.code == 1 and "already exists with other content (gh-aw: Conflicting ledger record ID)" in other.err
 
 
 def test_records_gh_aw_would_refuse_are_refused_on_write(repo: Repo) -> None:
@@ -224,3 +224,20 @@ def test_a_pins_file_that_is_a_link_is_refused_with_a_clear_message(repo: Repo) 
     assert {k: v for k, v in snapshot(repo).items() if not k.endswith(".lock")} == {
         k: v for k, v in before.items() if not k.endswith(".lock")
     }
+
+
+def test_pins_lines_parse_last_wins_and_union_keeps_both_sides() -> None:
+    from docket_git.typed import pins
+
+    rid = envelope.record_id("t", 0)
+    a = pins.line(rid, 0, {"commit": "a" * 40, "content_sha256": "1" * 64})
+    b = pins.line(rid, 0, {"content_sha256": "2" * 64})  # a retry's pins, without a commit
+    c = pins.line(rid, 1, {"commit": "c" * 40, "content_sha256": "3" * 64})
+    assert a == f'{{"citation":0,"commit":"{"a" * 40}","content_sha256":"{"1" * 64}","record_id":"{rid}"}}\n'.encode()
+    assert pins.parse(a + b + c) == {(rid, 0): (None, "2" * 64), (rid, 1): ("c" * 40, "3" * 64)}
+    spaced = a.replace(b",", b", ")  # not canonical: never read, and the pre-commit check names it
+    assert pins.parse(spaced + c) == {(rid, 1): ("c" * 40, "3" * 64)}
+    assert pins.faults("p", spaced, [])[0].startswith("p (staged) line 1: not a citation pin")
+    assert pins.union(a + c, b + a) == b
+    assert pins.union(a, a) == b""
+    assert pins.union(a + c + b, b + c + a) == b""

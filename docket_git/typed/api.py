@@ -488,7 +488,7 @@ def _stage(
                 continue
             raise OperationError(
                 f"ledger '{ledger.name}': record {rid} (transaction {txn!r}, operation {i + 1}) already exists "
-                f"with other content; use a new transaction ID; nothing was written"
+                f"with other content (gh-aw: Conflicting ledger record ID); use a new transaction ID; nothing was written"
             )
         record, raw = write.seal_operation(ledger.type, op, rid, parents, envelope.now())
         record.line = first_line + len(lines)
