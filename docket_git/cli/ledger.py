@@ -224,7 +224,9 @@ def verify(
 ) -> None:
     """Check every note's citations against the working tree: unchanged, moved, changed or missing.
 
-    Exits 1 when a citation moved, changed or is missing (so CI can gate on it), 0 when every one holds.
+    A note without pins (one gh-aw wrote) is checked against its cited lines only: missing, or unpinned
+    ("not pinned"). Exits 1 when a citation moved, changed or is missing (so CI can gate on it), 0 when
+    every one holds.
     """
     from docket_git.typed import api, cite
 
