@@ -10,11 +10,11 @@ from __future__ import annotations
 import heapq
 import itertools
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
 from docket_git.context import scope as scoping
-from docket_git.context.outline import Outline, Ranking, TaskHits, references
+from docket_git.context.outline import Outline, Ranking, TaskHits, base_score
 from docket_git.ledger.model import searchable
 from docket_git.plain import Plain
 
@@ -123,14 +123,6 @@ def _points(ids: list[str], hays: list[str], query: str) -> dict[str, int]:
     return {ids[i]: p for i, p in enumerate(points) if p > 0}
 
 
-def in_degrees(records: Iterable[dict], resolved_by: dict[str, list[str]] | None = None) -> dict[str, int]:
-    """Record ID -> references to it from any record's supports, depends_on, answers, resolved_by.
-
-    Pass projected views, or raw records with projection's ``resolved_by`` map.
-    """
-    return references(list(records), None, resolved_by)[0]
-
-
 class Scoring:
     """Scores of the current records of an outline: totals and parts on demand, the ranking lazily."""
 
@@ -195,13 +187,8 @@ class Scoring:
 
     def total(self, rid: str) -> int:
         """A current record's total score."""
-        w = self.weights
-        total = w["recency"] * self.position[rid] // self.span + w["degree"] * min(
-            self.degrees.get(rid, 0), w["degree_cap"]
-        )
-        if rid in self.pinned:
-            total += w["pinned"]
-        return total + self.boost.get(rid, 0)
+        base = base_score(self.weights, self.span, self.position[rid], self.degrees.get(rid, 0), rid in self.pinned)
+        return base + self.boost.get(rid, 0)
 
     def key(self, rid: str) -> int:
         """The ranking key of a current record: higher score first, then newer first."""
@@ -322,19 +309,3 @@ class _Totals(Mapping[str, int]):
 
     def __len__(self) -> int:
         return len(self._current)
-
-
-def score_records(
-    history: list[dict],
-    current_ids: Iterable[str],
-    weights: dict[str, int],
-    *,
-    files: list[str] | None = None,
-    query: str = "",
-) -> dict[str, Score]:
-    """Scores for the current records of a projected history (file order, retired included)."""
-    outline = Outline.build(history)
-    if set(current_ids) != outline.current:
-        raise ValueError("current_ids must be the records no later record supersedes")
-    scoring = Scoring(outline, weights, files=files, query=query)
-    return {rid: scoring[rid] for rid in outline.live}

@@ -703,13 +703,6 @@ class _Deferred:
         return self._lens[n]
 
 
-def select(records: list[dict], settings: Settings, request: Request, meta: Meta) -> str:
-    """The briefing for validated records in file order (retired included); "" when there are none."""
-    if not records:
-        return ""
-    return select_outline(Outline.build(records), settings, request, meta)
-
-
 def select_outline(outline: Outline, settings: Settings, request: Request, meta: Meta) -> str:
     """The briefing for a ledger's outline; "" when the ledger has no records."""
     if not outline.ids:
