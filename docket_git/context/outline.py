@@ -397,22 +397,22 @@ class _IdList(Sequence[str]):
 
 
 class _Column(Mapping[str, object]):
-    """One column of the facts as a map: ``field`` of each record that ``keep`` accepts."""
+    """One column of the facts as a map: ``field`` of each record, of those where it is set unless ``every``."""
 
     def __init__(
-        self, facts: _Facts, field: int, keep: Callable[[tuple], bool], scan: Callable[[sqlite3.Connection], list]
+        self, facts: _Facts, field: int, scan: Callable[[sqlite3.Connection], list], every: bool = False
     ) -> None:
-        self._facts, self._field, self._keep, self._scan = facts, field, keep, scan
+        self._facts, self._field, self._scan, self._every = facts, field, scan, every
 
     def __getitem__(self, rid: str) -> object:
         row = self._facts(rid)
-        if row is None or not self._keep(row):
+        if row is None or not (self._every or row[self._field]):
             raise KeyError(rid)
         return row[self._field]
 
     def __contains__(self, rid: object) -> bool:
         row = self._facts(rid)
-        return row is not None and self._keep(row)
+        return row is not None and (self._every or bool(row[self._field]))
 
     def _items(self) -> list[tuple[str, object]]:
         return self._scan(self._facts.conn)
@@ -462,12 +462,12 @@ class IndexedOutline(Outline):
         facts = self._facts = _Facts(conn)
         self.ids = _IdList(conn)
         n_retired = ledger_index.retired_count(conn)
-        self.pos = _Column(facts, 0, _any, ledger_index.positions)  # type: ignore[assignment]
+        self.pos = _Column(facts, 0, ledger_index.positions, every=True)  # type: ignore[assignment]
         self.current = _Current(facts, len(self.ids) - n_retired)
-        retired_by = _Column(facts, 1, _retired, ledger_index.retirements)
+        retired_by = _Column(facts, 1, ledger_index.retirements)
         blocked, resolved_by = ledger_index.blocked_of(conn), ledger_index.resolvers_of(conn)
         self.derived = Derived(retired_by, _Lazy(blocked), _Lazy(resolved_by))  # type: ignore[arg-type]
-        self.degrees = _Column(facts, 2, _referenced, ledger_index.degrees)  # type: ignore[assignment]
+        self.degrees = _Column(facts, 2, ledger_index.degrees)  # type: ignore[assignment]
         self.incoming = _Lazy(ledger_index.incoming_of(conn))
         self.pinned = ledger_index.current_pinned(conn)
         self.scopes = _Scopes(conn, facts)
@@ -671,15 +671,3 @@ class _Targets(AbstractSet[str]):
     def __iter__(self) -> Iterator[str]:
         yield from self._hits
         yield from ledger_index.ids_at(self._hits._conn, sorted(self._extra))
-
-
-def _any(row: tuple) -> bool:
-    return True
-
-
-def _retired(row: tuple) -> bool:
-    return bool(row[1])
-
-
-def _referenced(row: tuple) -> bool:
-    return row[2] != 0
