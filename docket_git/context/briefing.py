@@ -184,14 +184,11 @@ def _brief(
     settings: config.Settings,
     identity: str,
     *,
-    query: str,
-    files: Sequence[str],
-    max_chars: int | None,
-    all_records: bool,
-    auto_scope: bool | None,
     since: str | None,
-    root: Path | None = None,
+    max_chars: int | None,
+    **task: object,
 ) -> Briefing:
+    """The briefing from a proven index: the ``--since`` delta when it can be had, else ``_full`` with ``task``."""
     path = ix.ledger
     notes: list[str] = []
     ledger_outline = Outline.from_index(ix)
@@ -215,7 +212,6 @@ def _brief(
     if not ledger_outline.ids:
         return Briefing("")
     revision, _ = index.revision(ix)
-    task = {"query": query, "files": files, "all_records": all_records, "auto_scope": auto_scope, "root": root}
     return _full(path, ledger_outline, revision, settings, identity, notes, max_chars=max_chars, **task)
 
 
