@@ -19,7 +19,7 @@ from docket_git.errors import notice
 from docket_git.ledger import db, store
 from docket_git.ledger.store import LedgerError
 from docket_git.repo import files
-from docket_git.typed import canonical, cite, declare, envelope, ops, replay
+from docket_git.typed import branch, canonical, cite, declare, envelope, ops, replay
 from docket_git.typed.declare import Ledger
 
 CODE_VERSION = "typed-1"
@@ -41,6 +41,13 @@ def repo_root(start: Path) -> Path:
 def ledger_file(root: Path, name: str) -> Path:
     """The ledger's JSONL file: ``.docket/ledgers/<name>.jsonl``."""
     return root / declare.LEDGERS_DIR / f"{name}.jsonl"
+
+
+def where(root: Path, ledger: Ledger) -> str:
+    """Where the ledger's records live, as messages name it: its file, or its branch."""
+    if ledger.source == "branch":
+        return branch.label(ledger.name)
+    return str(ledger_file(root, ledger.name).relative_to(root))
 
 
 def resolve(root: Path, name: str | None, ltype: str | None = None) -> Ledger:
@@ -204,6 +211,8 @@ def _writing(dbp: Path) -> Iterator[list]:
 
 def _ensure(root: Path, ledger: Ledger) -> Path:
     """Make the ledger's projection current (under its lock); returns its path."""
+    if ledger.source == "branch":
+        return _ensure_branch(root, ledger)
     source = ledger_file(root, ledger.name)
     _regular(source)
     dbp = database(root, ledger)
@@ -266,9 +275,71 @@ def _by_content(root: Path, source: Path, dbp: Path, ledger: Ledger, fingerprint
             conn.close()
 
 
+# -- branch storage (typed/branch.py): the projection is current for the branch tips it was built from --
+
+
+def _limits(ledger: Ledger) -> tuple[int, int]:
+    return ledger.max_segment_kb, ledger.max_record_kb
+
+
+def _ensure_branch(root: Path, ledger: Ledger, source: branch.Source | None = None) -> Path:
+    """Make a branch ledger's projection current (under its lock): rebuilt whenever a tip it read moved."""
+    source = source or branch.read(root, ledger.name, _limits(ledger))
+    dbp = database(root, ledger)
+    fingerprint = f"{_fingerprint(ledger)}:{source.key}"
+    seal, stat = _read_seal(dbp), _stat_of(dbp)
+    sealed = seal.get("proof") if seal is not None and stat is not None and seal.get("projection") == stat else None
+    if sealed and sealed[4] == fingerprint:
+        return dbp
+    if stat is not None and seal is not None and (sealed is None or list(_proof(dbp) or []) != sealed):
+        notice(
+            f"the projection of ledger '{ledger.name}' ({dbp}) was changed outside docket; rebuilt it from "
+            f"{branch.label(ledger.name)}"
+        )
+    db.rebuild(ledger_file(root, ledger.name), dbp, fingerprint, replay.build(ledger), source.data, None)
+    _seal(dbp)
+    return dbp
+
+
+def _append_branch(root: Path, ledger: Ledger, checked: list[dict], txn: str) -> list[tuple[str, bool]]:
+    """Stage the batch on the projection (to validate it and find records already there), then commit it as
+    new shard files on the ledger's branch; retried on top when the branch moved under the write."""
+    dbp = database(root, ledger)
+    label = txn if txn.isprintable() else json.dumps(txn)
+    with db.lock(dbp):
+        for _ in range(branch.RETRIES):
+            source = branch.read(root, ledger.name, _limits(ledger))
+            _ensure_branch(root, ledger, source)
+            with _writing(dbp) as sealed:
+                conn = db.writer(dbp)
+                try:
+                    (count,) = conn.execute("SELECT count FROM _lines").fetchone()
+                    results, payload = _stage(conn, ledger, checked, txn, count + 1)
+                finally:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")  # the projection is rebuilt from the branch once written
+                    conn.close()
+                    sealed.append(True)
+            if not payload:
+                return results
+            shards = branch.split_shards(payload.splitlines(keepends=True), _limits(ledger))
+            lines = payload.count(b"\n")
+            message = f"Append {lines} ledger record(s) from docket transaction {label}"
+            try:
+                branch.append(root, source, shards, message)
+            except branch.Moved:
+                continue
+            _ensure_branch(root, ledger)
+            return results
+    raise LedgerError(
+        f"{branch.label(ledger.name)} moved under each of {branch.RETRIES} writes; nothing was written, try again"
+    )
+
+
 def projection(root: Path, ledger: Ledger) -> Path:
     """The ledger's projection, proved current (rebuilt or extended if the file changed)."""
-    store.recover(ledger_file(root, ledger.name))  # a batch a killed writer left is never seen in part
+    if ledger.source == "file":
+        store.recover(ledger_file(root, ledger.name))  # a batch a killed writer left is never seen in part
     path = database(root, ledger)
     with db.lock(path):
         return _ensure(root, ledger)
@@ -315,6 +386,8 @@ def append(root: Path, ledger: Ledger, operations: list[object], *, txn: str | N
             where = f"operation {i + 1}: " if len(operations) > 1 else ""
             raise OperationError(f"ledger '{ledger.name}': {where}{exc}; nothing was written") from None
     txn = txn or default_txn()
+    if ledger.source == "branch":
+        return _append_branch(root, ledger, checked, txn)
     path = ledger_file(root, ledger.name)
     dbp = database(root, ledger)
     for attempt in range(store.RELOCKS + 1):
@@ -664,6 +737,11 @@ def compact(root: Path, ledger: Ledger) -> tuple[int, int]:
     Refuses when a line is not a valid record (it would be lost). The state
     replayed from the new bytes must equal the old before the file is replaced.
     """
+    if ledger.source == "branch":
+        raise LedgerError(
+            f"ledger '{ledger.name}' is kept on the branch {branch.PREFIX}{ledger.name}, as gh-aw keeps it; "
+            f"compact rewrites only a ledger file"
+        )
     path = ledger_file(root, ledger.name)
     with store.locked(path, exclusive=True, leave_none=True) as lock_fd:
         _regular(path)
