@@ -307,7 +307,7 @@ def append(root: Path, source: Source, shards: list[bytes], message: str) -> str
     reflog = f"docket: {message.splitlines()[0]}"
     if source.local is None:
         try:
-            repo.references.create(refname, commit, force=False, message=reflog)
+            repo.create_reference_direct(refname, commit, False, message=reflog)
         except pygit2.AlreadyExistsError:
             raise Moved() from None
     else:
