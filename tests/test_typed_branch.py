@@ -360,3 +360,21 @@ def test_a_write_on_a_branch_that_moved_since_the_read_is_refused_by_compare_and
     with pytest.raises(branch.Moved):
         branch.append(based.path, empty, [b"{}\n"], "stale")
     assert tip(based, f"ledgers/{name}") == made
+
+
+def test_a_current_projection_is_proved_from_the_ref_files_without_pygit2(based: Repo) -> None:
+    name = declare(based, {"name": "metrics", "type": "counter"})
+    ok_op(based, name, {"operation": "increment", "name": "runs", "amount": 3})
+    for packed in (False, True):
+        if packed:
+            based.git("pack-refs", "--all")  # the tips now come from packed-refs
+            assert not (based.path / ".git" / "refs" / "heads" / "ledgers" / name).exists()
+        query(based, name, "SELECT 1")
+        proc, modules = based.imports("ledger", "query", name, "SELECT name, value FROM state", "--json")
+        assert proc.returncode == 0 and json.loads(proc.stdout) == [{"name": "runs", "value": 3}], proc.stderr
+        assert "pygit2" not in modules
+    # A tip moved by git alone (here: back to an older commit) is seen: the projection is rebuilt from the branch.
+    ok_op(based, name, {"operation": "increment", "name": "runs", "amount": 4})
+    assert query(based, name, "SELECT value FROM state") == [{"value": 7}]
+    based.git("update-ref", f"refs/heads/ledgers/{name}", f"ledgers/{name}~1")
+    assert query(based, name, "SELECT value FROM state") == [{"value": 3}]

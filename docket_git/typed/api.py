@@ -284,11 +284,15 @@ def _limits(ledger: Ledger) -> tuple[int, int]:
 
 def _ensure_branch(root: Path, ledger: Ledger, source: branch.Source | None = None) -> Path:
     """Make a branch ledger's projection current (under its lock): rebuilt whenever a tip it read moved."""
-    source = source or branch.read(root, ledger.name, _limits(ledger))
     dbp = database(root, ledger)
-    fingerprint = f"{_fingerprint(ledger)}:{source.key}"
     seal, stat = _read_seal(dbp), _stat_of(dbp)
     sealed = seal.get("proof") if seal is not None and stat is not None and seal.get("projection") == stat else None
+    if source is None:
+        key = branch.fast_key(root, ledger.name)  # the tips from the ref files: current in a few stats
+        if sealed and key is not None and sealed[4] == f"{_fingerprint(ledger)}:{key}":
+            return dbp
+        source = branch.read(root, ledger.name, _limits(ledger))
+    fingerprint = f"{_fingerprint(ledger)}:{source.key}"
     if sealed and sealed[4] == fingerprint:
         return dbp
     if stat is not None and seal is not None and (sealed is None or list(_proof(dbp) or []) != sealed):

@@ -106,11 +106,41 @@ def _tip(repo, refname: str) -> str | None:
     except (KeyError, pygit2.InvalidSpecError):
         return None
     try:
-        return str(ref.peel(pygit2.Commit).id)
+        commit = str(ref.peel(pygit2.Commit).id)
     except (pygit2.GitError, ValueError):
-        raise BranchError(
-            f"{refname} does not point at a commit; a ledger branch holds commits of shard files"
-        ) from None
+        commit = None
+    if commit is None or commit != str(ref.resolve().target):
+        raise BranchError(f"{refname} does not point at a commit; a ledger branch holds commits of shard files")
+    return commit
+
+
+def fast_key(root: Path, name: str) -> str | None:
+    """``Source.key`` read from the ref files alone (no pygit2, no tree read), or None when it cannot be told
+    that way (a symbolic ref, a reftable repository): what proves a projection current in a few stats."""
+    from docket_git.repo import gitio
+
+    try:
+        dirs = gitio._git_dirs(root)
+        if dirs is None or (dirs[1] / "reftable").exists():
+            return None
+        common = dirs[1]
+        packed: str | None = None
+        tips = []
+        for refname in ref_names(name):
+            path = common / refname
+            if path.is_file():
+                value = gitio._text(path).strip()
+            else:
+                if packed is None:
+                    packed_path = common / "packed-refs"
+                    packed = gitio._text(packed_path, 1 << 30) if packed_path.is_file() else ""
+                value = next((ln.split(" ", 1)[0] for ln in packed.splitlines() if ln.endswith(" " + refname)), "-")
+            if not re.fullmatch(r"[0-9a-f]{40}([0-9a-f]{24})?|-", value):
+                return None
+            tips.append(value)
+        return "/".join(tips)
+    except OSError:
+        return None
 
 
 def _folder(repo, tree, path: str, where: str) -> list:
