@@ -378,3 +378,17 @@ def test_a_current_projection_is_proved_from_the_ref_files_without_pygit2(based:
     assert query(based, name, "SELECT value FROM state") == [{"value": 7}]
     based.git("update-ref", f"refs/heads/ledgers/{name}", f"ledgers/{name}~1")
     assert query(based, name, "SELECT value FROM state") == [{"value": 3}]
+
+
+def test_check_names_the_shard_file_and_its_line(based: Repo) -> None:
+    case = FIXTURES / "01-log-append"
+    name = declare(based, json.loads((case / "config.json").read_text()))
+    old = build_branch(based, case)
+    shard = "ledger/shards/ffffffff-0000-4000-8000-000000000000.jsonl"  # sorts last: its lines come after 3 others
+    good = (case / "ledger.jsonl").read_bytes().splitlines(keepends=True)[0]
+    plumb(based, "update-ref", f"refs/heads/ledgers/{name}", commit_files(based, {shard: good + b"{bad\n"}, old, "x"))
+    checked = based.docket("ledger", "check", name)
+    assert checked.code == 1 and f"  {shard} line 2: invalid-json" in checked.out, checked
+    assert f"docket: branch ledgers/{name} has 2 diagnostic(s)" in checked.out  # and the duplicate of line 1
+    strict = based.docket("ledger", "query", name, "SELECT 1", "--strict")
+    assert strict.code == 1 and f"({shard} line " in strict.err, strict

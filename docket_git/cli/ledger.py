@@ -210,8 +210,9 @@ def check(
         typer.echo(f"docket: {rel} has {len(found)} diagnostic(s):")
     else:
         typer.echo(f"docket: {rel} has {len(found)} diagnostic(s); the rest replays")
+    name_line = api.line_name(root, ledger)
     for code, line, rid, detail in found:
-        where = f"line {line}" if line else "ledger"
+        where = name_line(line) if line else "ledger"
         typer.echo(f"  {where}{f' ({rid})' if rid else ''}: {code}: {detail}")
     raise typer.Exit(1)
 

@@ -10,7 +10,7 @@ import json
 import os
 import sqlite3
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import docket_git.typed.pins as pins  # the citation pins beside a notes ledger
@@ -41,6 +41,13 @@ def repo_root(start: Path) -> Path:
 def ledger_file(root: Path, name: str) -> Path:
     """The ledger's JSONL file: ``.docket/ledgers/<name>.jsonl``."""
     return root / declare.LEDGERS_DIR / f"{name}.jsonl"
+
+
+def line_name(root: Path, ledger: Ledger) -> Callable[[int], str]:
+    """How messages name a line of the ledger: ``line N`` of its file, or the shard file and line in it."""
+    if ledger.source == "branch":
+        return branch.read(root, ledger.name, (ledger.max_segment_kb, ledger.max_record_kb)).where
+    return lambda line: f"line {line}"
 
 
 def where(root: Path, ledger: Ledger) -> str:
@@ -660,7 +667,7 @@ def strict_failure(root: Path, ledger: Ledger) -> str | None:
     if not found:
         return None
     code, line, rid, detail, _, _ = found[0]
-    where = f"line {line}" if line else "the ledger"
+    where = line_name(root, ledger)(line) if line else "the ledger"
     if code != "invalid-operation":
         return f"{GH_AW_INVALID_HISTORY} ({where}: {code}: {detail})"
     text = next((gh for ours, gh in GH_AW_ERRORS if ours in detail), None)
