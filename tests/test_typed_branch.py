@@ -183,8 +183,15 @@ def test_a_write_is_a_new_shard_in_a_new_commit_and_the_work_tree_and_index_stay
     ok_op(based, name, {"operation": "delete", "key": "repo/new"})
     second = tip(based, f"ledgers/{name}")
     assert based.git("rev-list", "--parents", "-n", "1", second).split() == [second, first]
+    again = based.docket("ledger", "map-put", name, "repo/x", '{"n": 1}', "--txn", "t1")
+    assert again.code == 0 and tip(based, f"ledgers/{name}") != second
+    third = tip(based, f"ledgers/{name}")
+    again = based.docket("ledger", "map-put", name, "repo/x", '{"n": 1}', "--txn", "t1")  # the same transaction: no-op
+    assert again.code == 0 and "already recorded" in again.out and tip(based, f"ledgers/{name}") == third
+    assert "compact rewrites only a ledger file" in refused(based, "ledger", "compact", name)
+    assert tip(based, f"ledgers/{name}") == third
     assert len(shard_diff(based, first, second)) == 1
-    assert query(based, name, "SELECT count(*) AS n FROM state WHERE key = 'repo/new'") == [{"n": 0}]
+    assert query(based, name, "SELECT count(*) AS n FROM state WHERE key IN ('repo/new', 'repo/x')") == [{"n": 1}]
     assert snapshot(based) == before
     assert based.git("status", "--porcelain") == status and "M  tracked.txt" in status
 
