@@ -353,10 +353,10 @@ def test_a_write_on_a_branch_that_moved_since_the_read_is_refused_by_compare_and
     ok_op(based, name, {"operation": "increment", "name": "runs", "amount": 1})  # moves the branch
     now = tip(based, f"ledgers/{name}")
     with pytest.raises(branch.Moved):
-        branch.append(based.path, stale, [b"{}\n"], "stale")
+        branch.append(based.path, stale, [(branch.shard_path(), b"{}\n")], "stale")
     assert tip(based, f"ledgers/{name}") == now
     fresh = branch.read(based.path, name, (100, 32))
-    made = branch.append(based.path, fresh, [b"{}\n"], "fresh")
+    made = branch.append(based.path, fresh, [(branch.shard_path(), b"{}\n")], "fresh")
     assert tip(based, f"ledgers/{name}") == made
     assert based.git("rev-list", "--parents", "-n", "1", made).split()[1:] == [now]
 
@@ -365,7 +365,7 @@ def test_a_write_on_a_branch_that_moved_since_the_read_is_refused_by_compare_and
     empty = branch.read(based.path, name, (100, 32))
     plumb(based, "update-ref", f"refs/heads/ledgers/{name}", made)
     with pytest.raises(branch.Moved):
-        branch.append(based.path, empty, [b"{}\n"], "stale")
+        branch.append(based.path, empty, [(branch.shard_path(), b"{}\n")], "stale")
     assert tip(based, f"ledgers/{name}") == made
 
 
@@ -399,3 +399,34 @@ def test_check_names_the_shard_file_and_its_line(based: Repo) -> None:
     assert f"docket: branch ledgers/{name} has 2 diagnostic(s)" in checked.out  # and the duplicate of line 1
     strict = based.docket("ledger", "query", name, "SELECT 1", "--strict")
     assert strict.code == 1 and f"({shard} line " in strict.err, strict
+
+
+def test_a_write_leaves_the_projection_a_full_replay_of_the_branch_would_build(based: Repo) -> None:
+    """A single-shard write updates the projection in place (the new shard's lines at their place in path order,
+    the lines after it moved down): it must equal a projection replayed from the branch afresh."""
+    case = FIXTURES / "04-table-transitions"
+    name = declare(based, json.loads((case / "config.json").read_text()))
+    old = build_branch(based, case)
+    bad = {
+        "ledger/shards/00000000-0000-4000-8000-000000000000.jsonl": b"{first bad\n",
+        "ledger/shards/ffffffff-ffff-4fff-bfff-ffffffffffff.jsonl": b"{last bad\n",
+    }
+    plumb(based, "update-ref", f"refs/heads/ledgers/{name}", commit_files(based, bad, old, "bad lines"))
+    sqls = (
+        "SELECT ordinal, id, sha, type, line FROM records ORDER BY ordinal",
+        "SELECT code, line, detail FROM diagnostics ORDER BY line, code",
+        "SELECT key, value FROM state ORDER BY key",
+        "SELECT sha FROM heads ORDER BY sha",
+    )
+    projection = Path(based.ok("ledger", "path", name).out.strip())
+    for i in range(4):
+        inode = projection.stat().st_ino
+        ok_op(based, name, {"operation": "upsert", "value": {"id": f"n{i}", "severity": "low"}})
+        in_place = [query(based, name, sql) for sql in sqls]
+        assert projection.stat().st_ino == inode  # updated in place and proved current: never replayed
+    # The shard named ffff... sorts last: its bad line is the last line, below every shard written since.
+    assert [d["line"] for d in in_place[1]] == [1, len(in_place[0]) + 2]
+    for path in projection.parent.iterdir():  # the projection and its seal: the next query replays the branch
+        path.chmod(0o644)
+        path.unlink()
+    assert [query(based, name, sql) for sql in sqls] == in_place

@@ -313,34 +313,53 @@ def _ensure_branch(root: Path, ledger: Ledger, source: branch.Source | None = No
 
 
 def _append_branch(root: Path, ledger: Ledger, checked: list[dict], txn: str) -> list[tuple[str, bool]]:
-    """Stage the batch on the projection (to validate it and find records already there), then commit it as
-    new shard files on the ledger's branch; retried on top when the branch moved under the write."""
+    """Stage the batch on the projection (validating it, finding records already there), commit it as a new
+    shard file on the ledger's branch, then commit the projection stamped with the new tip; retried on top
+    when the branch moved under the write. A batch past one shard (max_segment_kb) is replayed in full."""
     dbp = database(root, ledger)
     label = txn if txn.isprintable() else json.dumps(txn)
     with db.lock(dbp):
         for _ in range(branch.RETRIES):
             source = branch.read(root, ledger.name, _limits(ledger))
             _ensure_branch(root, ledger, source)
+            shard = branch.shard_path()
+            first = source.line_at(shard)  # the new lines' place in the shards read in path order
             with _writing(dbp) as sealed:
                 conn = db.writer(dbp)
                 try:
                     (count,) = conn.execute("SELECT count FROM _lines").fetchone()
-                    results, payload = _stage(conn, ledger, checked, txn, count + 1)
+                    (old,) = conn.execute("SELECT COALESCE(MAX(ordinal) + 1, 0) FROM records").fetchone()
+                    results, payload = _stage(conn, ledger, checked, txn, first)
+                    if not payload:
+                        return results
+                    pieces = branch.split_shards(payload.splitlines(keepends=True), _limits(ledger))
+                    named = [(shard, pieces[0]), *((branch.shard_path(), piece) for piece in pieces[1:])]
+                    added = payload.count(b"\n")
+                    message = f"Append {added} ledger record(s) from docket transaction {label}"
+                    try:
+                        commit = branch.append(root, source, named, message)
+                    except branch.Moved:
+                        continue
+                    if len(named) == 1:  # the lines after the new shard's place move down by what it added
+                        conn.execute(
+                            "UPDATE records SET line = line + ? WHERE line >= ? AND ordinal < ?", (added, first, old)
+                        )
+                        conn.execute("UPDATE diagnostics SET line = line + ? WHERE line >= ?", (added, first))
+                        conn.execute("UPDATE _lines SET count = ?", (count + added,))
+                        key = f"{commit}/{source.remote or '-'}"
+                        stamp = f"{_fingerprint(ledger)}:{key}"
+                        db.stamp(conn, ledger_file(root, ledger.name), stamp, None)
+                        proof = _proof_in(conn)
+                        conn.execute("COMMIT")
+                        sealed.append(proof)
+                        return results
                 finally:
                     if conn.in_transaction:
-                        conn.execute("ROLLBACK")  # the projection is rebuilt from the branch once written
+                        conn.execute("ROLLBACK")
                     conn.close()
-                    sealed.append(True)
-            if not payload:
-                return results
-            shards = branch.split_shards(payload.splitlines(keepends=True), _limits(ledger))
-            lines = payload.count(b"\n")
-            message = f"Append {lines} ledger record(s) from docket transaction {label}"
-            try:
-                branch.append(root, source, shards, message)
-            except branch.Moved:
-                continue
-            _ensure_branch(root, ledger)
+                    if not sealed:
+                        sealed.append(True)
+            _ensure_branch(root, ledger)  # several shards: their places are replayed in full
             return results
     raise LedgerError(
         f"{branch.label(ledger.name)} moved under each of {branch.RETRIES} writes; nothing was written, try again"

@@ -29,6 +29,9 @@ PREFIX = "ledgers/"
 REMOTE = "origin"
 SHARDS = "ledger/shards"
 COVERAGE = "ledger/coverage"
+#: docket's citation pins of a notes ledger (``typed.pins``): files of their own, outside the ``ledger/``
+#: folder whose shard and coverage patterns are all gh-aw reads, so gh-aw never sees them.
+PINS = "docket/pins"
 SHARD_NAME = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\.jsonl")
 #: gh-aw's reader: at most this many shard and coverage files, this many bytes in all.
 MAX_FILES = 1024
@@ -65,11 +68,17 @@ class Source:
     parents: list[str] = field(default_factory=list)
     #: path -> blob id of every file read, so a write keeps the same tree plus its new shards.
     files: dict[str, str] = field(default_factory=dict)
+    #: The lines of every pins file (``docket/pins/*.jsonl``), in path order.
+    pins: bytes = b""
 
     @property
     def key(self) -> str:
         """The identity of what was read: a projection stamped with it is current while the tips stay."""
         return f"{self.local or '-'}/{self.remote or '-'}"
+
+    def line_at(self, path: str) -> int:
+        """The line of ``data`` a new shard at path would start at (shards are read in path order)."""
+        return 1 + sum(count for shard, _, count in self.shards if shard < path)
 
     def where(self, line: int) -> str:
         """A line of ``data`` as the shard file and line within it."""
@@ -185,13 +194,17 @@ def _shard_files(repo, commit_id: str, name: str, limits: tuple[int, int]) -> di
                 f"for one shard (raise max_segment_kb in the declaration if the workflow does)"
             )
         out[path] = str(entry.id)
+    for entry in _folder(repo, tree, PINS, where):
+        if entry.name.endswith(".jsonl") and entry.filemode in _REGULAR:
+            out[f"{PINS}/{entry.name}"] = str(entry.id)
     return out
 
 
 def _check_totals(repo, files: dict[str, str], where: str) -> None:
-    if len(files) > MAX_FILES:
-        raise BranchError(f"{where} has {len(files)} shard files, more than the {MAX_FILES} gh-aw reads")
-    total = sum(repo[oid].size for oid in files.values())
+    shards = [oid for path, oid in files.items() if path.startswith(SHARDS + "/")]
+    if len(shards) > MAX_FILES:
+        raise BranchError(f"{where} has {len(shards)} shard files, more than the {MAX_FILES} gh-aw reads")
+    total = sum(repo[oid].size for oid in shards)
     if total > MAX_TOTAL:
         raise BranchError(f"{where} has {total} bytes of shards, more than the {MAX_TOTAL >> 20} MiB gh-aw reads")
 
@@ -225,7 +238,8 @@ def read(root: Path, name: str, limits: tuple[int, int]) -> Source:
     chunks: list[bytes] = []
     shards: list[tuple[str, int, int]] = []
     line = 1
-    for path in sorted(files):
+    pins = b"".join(_lines(repo[files[p]].data) for p in sorted(files) if p.startswith(PINS + "/"))
+    for path in sorted(p for p in files if p.startswith(SHARDS + "/")):
         data = repo[files[path]].data
         if data and not data.endswith(b"\n"):
             raise BranchError(
@@ -236,7 +250,16 @@ def read(root: Path, name: str, limits: tuple[int, int]) -> Source:
         shards.append((path, line, count))
         line += count
         chunks.append(data)
-    return Source(name, b"".join(chunks), shards, local, remote, parents, files)
+    return Source(name, b"".join(chunks), shards, local, remote, parents, files, pins)
+
+
+def _lines(data: bytes) -> bytes:
+    return data if not data or data.endswith(b"\n") else data + b"\n"  # a torn pin line never joins the next
+
+
+def shard_path() -> str:
+    """A new shard file's path: a fresh UUIDv4 name, as each gh-aw writer takes."""
+    return f"{SHARDS}/{uuid.uuid4()}.jsonl"
 
 
 def split_shards(lines: list[bytes], limits: tuple[int, int]) -> list[bytes]:
@@ -296,9 +319,10 @@ def _checked_out(repo, refname: str) -> bool:
     return False
 
 
-def append(root: Path, source: Source, shards: list[bytes], message: str) -> str:
-    """Commit shards as new files on top of what source read and move the local branch there by
-    compare-and-swap; the new commit's id. Raises ``Moved`` when the branch moved since the read."""
+def append(root: Path, source: Source, shards: list[tuple[str, bytes]], message: str, pins: bytes = b"") -> str:
+    """Commit shards (and a notes ledger's new citation pins, in a pins file of their own) as new files on
+    top of what source read and move the local branch there by compare-and-swap; the new commit's id.
+    Raises ``Moved`` when the branch moved since the read."""
     import pygit2
 
     repo = _open(root)
@@ -315,16 +339,18 @@ def append(root: Path, source: Source, shards: list[bytes], message: str) -> str
         for path, oid in tree_files.items():  # the other tip's shards (a diverged pair)
             if path not in index:
                 index.add(pygit2.IndexEntry(path, pygit2.Oid(hex=oid), pygit2.GIT_FILEMODE_BLOB))
-    for data in shards:
-        path = f"{SHARDS}/{uuid.uuid4()}.jsonl"
+    for path, data in shards:
         index.add(pygit2.IndexEntry(path, repo.create_blob(data), pygit2.GIT_FILEMODE_BLOB))
         tree_files[path] = ""
-    if len(tree_files) > MAX_FILES:
+    if pins:
+        index.add(pygit2.IndexEntry(f"{PINS}/{uuid.uuid4()}.jsonl", repo.create_blob(pins), pygit2.GIT_FILEMODE_BLOB))
+    count = sum(1 for path in tree_files if path.startswith(SHARDS + "/"))
+    if count > MAX_FILES:
         raise BranchError(
-            f"{label(source.name)} would hold {len(tree_files)} shard files, more than the {MAX_FILES} gh-aw "
+            f"{label(source.name)} would hold {count} shard files, more than the {MAX_FILES} gh-aw "
             f"reads; nothing was written"
         )
-    total = len(source.data) + sum(len(d) for d in shards)
+    total = len(source.data) + sum(len(d) for _, d in shards)
     if total > MAX_TOTAL:
         raise BranchError(
             f"{label(source.name)} would hold {total} bytes of shards, more than the {MAX_TOTAL >> 20} MiB gh-aw "
