@@ -430,3 +430,16 @@ def test_a_write_leaves_the_projection_a_full_replay_of_the_branch_would_build(b
         path.chmod(0o644)
         path.unlink()
     assert [query(based, name, sql) for sql in sqls] == in_place
+
+
+def test_a_branch_whose_shard_folder_is_not_a_folder_is_refused(based: Repo) -> None:
+    name = declare(based, {"name": "history", "type": "log"})
+    for mode in ("100644", "160000"):  # a file, a submodule entry (an object the repository does not hold)
+        target = plumb(based, "hash-object", "-w", "--stdin", stdin=b"x\n") if mode == "100644" else "1" * 40
+        index = based.path.parent / "submodule-index"
+        index.unlink(missing_ok=True)
+        env = git_env(based, index)
+        plumb(based, "update-index", "--add", "--cacheinfo", f"{mode},{target},ledger/shards", env=env)
+        commit = plumb(based, "commit-tree", plumb(based, "write-tree", env=env), "-m", "odd")
+        plumb(based, "update-ref", f"refs/heads/ledgers/{name}", commit)
+        assert "ledger/shards is not a folder" in refused(based, "ledger", "query", name, "SELECT 1")

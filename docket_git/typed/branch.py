@@ -160,7 +160,7 @@ def _folder(repo, tree, path: str, where: str) -> list:
         entry = tree[path]
     except KeyError:
         return []
-    obj = repo[entry.id]
+    obj = repo.get(entry.id) if entry.filemode == pygit2.GIT_FILEMODE_TREE else None
     if not isinstance(obj, pygit2.Tree):
         raise BranchError(f"{where}: {path} is not a folder, so gh-aw cannot read the ledger from it")
     return list(obj)
@@ -207,6 +207,9 @@ def _check_totals(repo, files: dict[str, str], where: str) -> None:
     total = sum(repo[oid].size for oid in shards)
     if total > MAX_TOTAL:
         raise BranchError(f"{where} has {total} bytes of shards, more than the {MAX_TOTAL >> 20} MiB gh-aw reads")
+    pins = sum(repo[oid].size for path, oid in files.items() if path.startswith(PINS + "/"))
+    if pins > MAX_TOTAL:
+        raise BranchError(f"{where} has {pins} bytes of citation pins ({PINS}/), more than docket reads")
 
 
 def read(root: Path, name: str, limits: tuple[int, int]) -> Source:
