@@ -176,6 +176,14 @@ def test_a_write_is_a_new_shard_in_a_new_commit_and_the_work_tree_and_index_stay
     assert record["sha"] == "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
     assert line == json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
     assert record["parents"] == [h["sha"] for h in heads_before]
+    # gh-aw's record form, as its persistence job writes it: the operation in the payload, the record ID there too.
+    assert record["type"] == "ledger_append" and record["payload"]["id"] == put.out.split("\t")[0]
+    assert record["payload"] == {
+        "id": record["payload"]["id"],
+        "operation": "put",
+        "key": "repo/new",
+        "value": {"stars": 7},
+    }
     assert based.git("log", "-1", "--format=%s", first).startswith("Append 1 ledger record(s) from docket transaction")
     assert snapshot(based) == before
 
@@ -413,7 +421,7 @@ def test_a_write_leaves_the_projection_a_full_replay_of_the_branch_would_build(b
     }
     plumb(based, "update-ref", f"refs/heads/ledgers/{name}", commit_files(based, bad, old, "bad lines"))
     sqls = (
-        "SELECT ordinal, id, sha, type, line FROM records ORDER BY ordinal",
+        "SELECT ordinal, id, sha, line, record_id FROM records ORDER BY ordinal",
         "SELECT code, line, detail FROM diagnostics ORDER BY line, code",
         "SELECT key, value FROM state ORDER BY key",
         "SELECT sha FROM heads ORDER BY sha",
@@ -443,3 +451,35 @@ def test_a_branch_whose_shard_folder_is_not_a_folder_is_refused(based: Repo) -> 
         commit = plumb(based, "commit-tree", plumb(based, "write-tree", env=env), "-m", "odd")
         plumb(based, "update-ref", f"refs/heads/ledgers/{name}", commit)
         assert "ledger/shards is not a folder" in refused(based, "ledger", "query", name, "SELECT 1")
+
+
+def test_a_note_s_citation_pins_go_to_a_pins_file_on_the_branch_where_gh_aw_does_not_read(based: Repo) -> None:
+    case = FIXTURES / "08-notes-votes-order-ab"
+    name = declare(based, json.loads((case / "config.json").read_text()))
+    old = build_branch(based, case)
+    (based.path / "src.txt").write_text("a\nb\nc\n")
+    based.git("add", "src.txt")
+    based.git("commit", "-q", "-m", "src")
+    before = snapshot(based)
+    added = based.docket(
+        "ledger", "note-add", name, "--subject", "s", "--note", "n", "--reason", "r", "--cite", "src.txt:2"
+    )
+    assert added.code == 0, added.err
+    rid = added.out.split("\t")[0]
+    new = tip(based, f"ledgers/{name}")
+    added_files = sorted(line.split("\t")[1] for line in shard_diff(based, old, new))
+    assert len(added_files) == 2 and added_files[0].startswith("docket/pins/") and SHARD.fullmatch(added_files[1])
+    pin = json.loads(based.git("show", f"{new}:{added_files[0]}"))
+    assert pin["record_id"] == rid and pin["citation"] == 0 and pin["commit"] == tip(based, "HEAD")
+    citation = json.loads(based.git("show", f"{new}:{added_files[1]}"))["payload"]["citations"][0]
+    assert citation == {"type": "repository", "path": "src.txt", "start_line": 2}  # what gh-aw accepts, no pins
+    assert snapshot(based) == before  # no pins file in the work tree either
+
+    verified = {
+        row["note_id"]: row["status"] for row in json.loads(based.docket("ledger", "verify", name, "--json").out)
+    }
+    assert verified[rid] == "unchanged"
+    assert set(verified.values()) - {"unchanged"} <= {"not pinned", "missing"}  # gh-aw's notes carry no pins
+    (based.path / "src.txt").write_text("a\nB\nc\n")
+    row = next(r for r in json.loads(based.docket("ledger", "verify", name, "--json").out) if r["note_id"] == rid)
+    assert row["status"] == "changed"

@@ -307,12 +307,15 @@ def _ensure_branch(root: Path, ledger: Ledger, source: branch.Source | None = No
             f"the projection of ledger '{ledger.name}' ({dbp}) was changed outside docket; rebuilt it from "
             f"{branch.label(ledger.name)}"
         )
-    db.rebuild(ledger_file(root, ledger.name), dbp, fingerprint, replay.build(ledger), source.data, None)
+    found = pins.parse(source.pins) if ledger.type == "notes" else {}  # the pins files on the branch
+    db.rebuild(ledger_file(root, ledger.name), dbp, fingerprint, replay.build(ledger, found), source.data, None)
     _seal(dbp)
     return dbp
 
 
-def _append_branch(root: Path, ledger: Ledger, checked: list[dict], txn: str) -> list[tuple[str, bool]]:
+def _append_branch(
+    root: Path, ledger: Ledger, checked: list[tuple[dict, list[dict]]], txn: str
+) -> list[tuple[str, bool]]:
     """Stage the batch on the projection (validating it, finding records already there), commit it as a new
     shard file on the ledger's branch, then commit the projection stamped with the new tip; retried on top
     when the branch moved under the write. A batch past one shard (max_segment_kb) is replayed in full."""
@@ -329,7 +332,8 @@ def _append_branch(root: Path, ledger: Ledger, checked: list[dict], txn: str) ->
                 try:
                     (count,) = conn.execute("SELECT count FROM _lines").fetchone()
                     (old,) = conn.execute("SELECT COALESCE(MAX(ordinal) + 1, 0) FROM records").fetchone()
-                    results, payload = _stage(conn, ledger, checked, txn, first)
+                    pinned: list[bytes] = []
+                    results, payload = _stage(conn, ledger, checked, txn, first, pinned)
                     if not payload:
                         return results
                     pieces = branch.split_shards(payload.splitlines(keepends=True), _limits(ledger))
@@ -337,7 +341,7 @@ def _append_branch(root: Path, ledger: Ledger, checked: list[dict], txn: str) ->
                     added = payload.count(b"\n")
                     message = f"Append {added} ledger record(s) from docket transaction {label}"
                     try:
-                        commit = branch.append(root, source, named, message)
+                        commit = branch.append(root, source, named, message, b"".join(pinned))
                     except branch.Moved:
                         continue
                     if len(named) == 1:  # the lines after the new shard's place move down by what it added
