@@ -483,3 +483,13 @@ def test_a_note_s_citation_pins_go_to_a_pins_file_on_the_branch_where_gh_aw_does
     (based.path / "src.txt").write_text("a\nB\nc\n")
     row = next(r for r in json.loads(based.docket("ledger", "verify", name, "--json").out) if r["note_id"] == rid)
     assert row["status"] == "changed"
+
+
+def test_a_file_ledger_never_loads_branch_storage(based: Repo) -> None:
+    (based.path / ".docket" / "config.toml").write_text('[ledgers.metrics]\ntype = "counter"\n')
+    ok_op(based, "metrics", {"operation": "increment", "name": "runs", "amount": 1})
+    for args in (("ledger", "append", "metrics", '{"operation": "increment", "name": "runs", "amount": 1}'),
+                 ("ledger", "query", "metrics", "SELECT value FROM state")):  # fmt: skip
+        proc, modules = based.imports(*args)
+        assert proc.returncode == 0, proc.stderr
+        assert "docket_git.typed.branch" not in modules and "docket_git.typed.api" in modules
