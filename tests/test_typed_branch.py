@@ -72,9 +72,12 @@ def commit_files(repo: Repo, files: dict[str, bytes], parent: str | None, messag
     env = git_env(repo, index)
     if parent:
         plumb(repo, "read-tree", parent, env=env)
-    for path, data in files.items():
-        blob = plumb(repo, "hash-object", "-w", "--stdin", stdin=data)
-        plumb(repo, "update-index", "--add", "--cacheinfo", f"{mode},{blob},{path}", env=env)
+    blobs: dict[bytes, str] = {}  # each distinct content hashed once; one update-index for every entry
+    for data in files.values():
+        if data not in blobs:
+            blobs[data] = plumb(repo, "hash-object", "-w", "--stdin", stdin=data)
+    entries = "".join(f"{mode} {blobs[data]}\t{path}\n" for path, data in files.items())
+    plumb(repo, "update-index", "--add", "--index-info", stdin=entries.encode(), env=env)
     tree = plumb(repo, "write-tree", env=env)
     index.unlink()
     return plumb(repo, "commit-tree", tree, *(["-p", parent] if parent else []), "-m", message)
