@@ -13,6 +13,7 @@ merged back) in a throwaway git repository, then measures:
 
     python bench/typed.py              # 100k operations
     python bench/typed.py --ops 10000
+    python bench/typed.py --source branch   # the same ledger kept as gh-aw keeps it: shards on ledgers/findings
 """
 
 from __future__ import annotations
@@ -65,6 +66,29 @@ def generate(path: Path, n: int) -> None:
     path.write_bytes(b"".join(out))
 
 
+def to_branch(repo: Path, ledger_path: Path) -> int:
+    """Move the ledger file onto the branch ledgers/findings as gh-aw lays it out: shard files of at most
+    100 KiB (gh-aw's default max_segment_kb) in one commit; the number of shards."""
+    import uuid
+
+    import pygit2
+
+    git = pygit2.Repository(str(repo))
+    index = pygit2.Index()
+    chunk, shards = b"", 0
+    lines = ledger_path.read_bytes().splitlines(keepends=True)
+    for n, raw in enumerate(lines):
+        chunk += raw
+        if n + 1 == len(lines) or len(chunk) + len(lines[n + 1]) > 100 << 10:
+            path = f"ledger/shards/{uuid.uuid4()}.jsonl"
+            index.add(pygit2.IndexEntry(path, git.create_blob(chunk), pygit2.GIT_FILEMODE_BLOB))
+            chunk, shards = b"", shards + 1
+    sig = pygit2.Signature("bench", "bench@localhost")
+    git.create_commit("refs/heads/ledgers/findings", sig, sig, "bench", index.write_tree(git), [])
+    ledger_path.unlink()
+    return shards
+
+
 def _cpu() -> float:
     """CPU seconds used by this process and its finished children (the CLI cases run docket as a child)."""
     t = os.times()
@@ -86,6 +110,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--source", choices=("file", "branch"), default="file", help="where the ledger is kept (its declaration)"
+    )
     args = parser.parse_args()
     gc.disable()  # as the docket process does (entry.py): parsed records hold no cycles
     tmp = Path(tempfile.mkdtemp(prefix="docket-typed-bench-"))
@@ -98,6 +125,10 @@ def main() -> None:
         ledger_path = repo / ".docket" / "ledgers" / "findings.jsonl"
         generate(ledger_path, args.ops)
         size = ledger_path.stat().st_size
+        where = "file"
+        if args.source == "branch":
+            where = f"branch, {to_branch(repo, ledger_path)} shards"
+            (repo / ".docket" / "config.toml").write_text(CONFIG + 'source = "branch"\n')
 
         from docket_git.ledger import db
         from docket_git.typed import api
@@ -136,7 +167,8 @@ def main() -> None:
             max(args.runs, 5),
         )
         print(
-            f"typed ledger: {args.ops} operations, {size / 1e6:.1f} MB, {diags} diagnostics; load {os.getloadavg()[0]:.1f}"
+            f"typed ledger ({where}): {args.ops} operations, {size / 1e6:.1f} MB, {diags} diagnostics; "
+            f"load {os.getloadavg()[0]:.1f}"
         )
         print("                               wall s    CPU s")
         for label, (wall, cpu) in (
