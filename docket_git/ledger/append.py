@@ -10,7 +10,7 @@ The index (``ledger.index``) is asked only what it already holds, so the
 store need not read or validate that again: every byte of the open ledger
 (then only the file's tail is read and written, decision d109) or a prefix
 of the bytes read. What it cannot vouch for, the store reads and validates
-itself (``store.parse``). After the write the index takes in the new lines,
+itself (``store.validated``). After the write the index takes in the new lines,
 or is left stale for the next reader. Without an index the store validates
 the whole ledger, and the write, its output and its refusals are the same
 byte for byte (tests/test_append_store.py).
@@ -24,6 +24,7 @@ import sqlite3
 from pathlib import Path
 
 from docket_git.ledger import index, recording, store
+from docket_git.ledger.validate import Index as Known
 from docket_git.repo import files
 
 
@@ -75,9 +76,22 @@ def _validated(ledger: Path, data: bytes, drafts: list[dict], follower: index.Fo
     """
     try:
         known, start, line_no = follower.prefix(data)
-        snap = store.parse(ledger, data, records=False, start=start, line_no=line_no, known=known)
-        return recording.prepare(snap.index, drafts), snap.valid_length
+        snap = _checked(ledger, data, start, line_no, known)
     except sqlite3.Error:
         follower.forget()
-    snap = store.parse(ledger, data, records=False)
+        snap = _checked(ledger, data, 0, 0, None)
     return recording.prepare(snap.index, drafts), snap.valid_length
+
+
+def _checked(ledger: Path, data: bytes, start: int, line_no: int, known: Known | None) -> store.Snapshot:
+    """The snapshot of data validated from ``start`` on (its ``index`` and ``valid_length``; no records kept).
+
+    Lines exactly as docket writes them are proven by ``validate.canonical_fields``
+    (the cold build's way, 40% faster than decoding each); any doubt goes the exact
+    path, whose messages a refusal carries.
+    """
+    snap = store.Snapshot(ledger, data)
+    with store.gc_paused():
+        for _ in store.validated(snap, start=start, line_no=line_no, known=known, canonical=True):
+            pass
+    return snap
