@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 from docket_git.ledger import canonical
@@ -129,3 +132,44 @@ def test_a_write_is_the_same_with_and_without_the_index(repo: Repo, tmp_path: Pa
     assert [r[1] for r in kept].count(0) >= 6
     for with_index, without in zip(kept, deleted, strict=True):
         assert with_index == without, with_index[0]
+
+
+HOLDER = """
+import signal, sys, time
+from pathlib import Path
+from docket_git.ledger import db, store
+from docket_git.ledger.index import db_path
+ledger = Path(sys.argv[1])
+signal.alarm(40)  # without the bounded wait the two processes would wait for each other for ever
+with db.lock(db_path(ledger)):
+    print("held", flush=True)
+    time.sleep(3)  # the append starts meanwhile and takes the ledger's lock
+    with store.locked(ledger, exclusive=False):
+        pass
+print("done", flush=True)
+"""
+
+
+def test_an_append_never_waits_for_ever_on_a_build_that_waits_for_the_ledger(repo: Repo) -> None:
+    """A build a session hook deferred holds the index's lock and then asks for the ledger's (``finish_later``)."""
+    repo.ok("claim", "first")
+    before = repo.ledger.read_bytes()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(repo.ledger)], env=repo.env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        started = time.monotonic()
+        result = repo.docket("claim", "while a build waits")
+        took = time.monotonic() - started
+        assert result.code == 0 and result.out.startswith("c2 "), result.err
+        assert took < 30, f"the append waited {took:.1f} s"
+        assert holder.wait(timeout=30) == 0  # and the holder got the ledger's lock once the append was done
+    finally:
+        holder.kill()
+        holder.wait()
+        if holder.stdout is not None:
+            holder.stdout.close()
+    assert repo.ledger.read_bytes().startswith(before)
+    assert [r["id"] for r in repo.records()] == ["c1", "c2"]
+    repo.ok("check")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -50,10 +51,11 @@ class Follower:
         self.prefix_held: tuple[int, int, int] | None = None
 
     def _open(self) -> sqlite3.Connection | None:
-        """The index's connection, under its lock; None when there is no usable index file."""
+        """The index's connection, under its lock; None when there is no usable index file (or no lock)."""
         if self.conn is None and not self.held and self.target.exists():
             try:
-                self._lock()
+                if not self._lock():
+                    return None
                 conn = db.open_wal(self.target)
                 if _usable(conn) and _count(conn):
                     self.conn = conn
@@ -64,10 +66,25 @@ class Follower:
                 self.forget()
         return self.conn
 
-    def _lock(self) -> None:
-        if not self.held:
-            self._stack.enter_context(db.lock(self.target))
-            self.held = True
+    def _lock(self) -> bool:
+        """Take the index's lock, waiting at most LOCK_WAIT seconds; False when another process kept it.
+
+        The holder may be waiting for the ledger's lock, which this append
+        holds: a build a session hook deferred (``finish_later``) takes the
+        index's lock before the fork and the ledger's after it. Waiting on
+        would deadlock; the append goes on without the index instead.
+        """
+        deadline = time.monotonic() + LOCK_WAIT
+        while not self.held:
+            fd = db.try_lock(self.target)
+            if fd is not None:
+                self._stack.callback(os.close, fd)
+                self.held = True
+            elif time.monotonic() >= deadline:
+                return False
+            else:
+                time.sleep(0.01)
+        return True
 
     def forget(self) -> None:
         """Vouch for nothing more: the store reads and validates the whole ledger itself."""
@@ -150,8 +167,12 @@ class Follower:
                 update(conn, self.ledger, whole, stat, prefix=self.prefix_held)
                 return
             self.forget()
-            self._lock()
-            _update_persistent(self.ledger, self.target, whole, stat, None).close()
+            if self._lock():
+                _update_persistent(self.ledger, self.target, whole, stat, None).close()
+
+
+#: Seconds an append waits for the index's lock before it writes without the index (``Follower._lock``).
+LOCK_WAIT = 2.0
 
 
 def _whole(ledger: Path, fd: int | None) -> bytes:
