@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests import forkserver
 
 
 def _script(name: str) -> str:
@@ -24,11 +29,90 @@ def _script(name: str) -> str:
 DOCKET = _script("docket")
 
 
+class Forks:
+    """The worker's fork server (tests/forkserver.py), started on first use and ended with the worker."""
+
+    #: Commands git and agents start as processes: always the real console script.
+    REAL_COMMANDS = ("hook", "merge-driver")
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[str] | None = None
+        self.start_env = {k: v for k, v in os.environ.items() if not _foreign(k)}  # the worker's, as it started
+        self.base = {k: v for k, v in self.start_env.items() if forkserver.shapes_interpreter(k)}
+        self.files: Path | None = None
+        self.always_real = os.environ.get("DOCKET_TEST_PROCESSES") == "real"
+        self.lock = threading.Lock()  # one request at a time on the server's pipe
+
+    def serves(self, args: tuple[str, ...], env: dict[str, str]) -> bool:
+        """Whether a forked child is the process the console script would be for this call."""
+        if self.always_real or (args and args[0] in self.REAL_COMMANDS):
+            return False
+        return {k: v for k, v in env.items() if forkserver.shapes_interpreter(k)} == self.base
+
+    def _start(self) -> subprocess.Popen[str]:
+        if self.proc is None or self.proc.poll() is not None:
+            self.files = Path(tempfile.mkdtemp(prefix="docket-forks-"))
+            for name in ("stdin", "stdout", "stderr"):
+                (self.files / name).write_bytes(b"")
+            self.proc = subprocess.Popen(
+                [sys.executable, forkserver.__file__, DOCKET],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                env=self.start_env,
+            )
+            atexit.register(self.stop)
+        return self.proc
+
+    def run(
+        self, args: list[str], cwd: Path, env: dict[str, str], stdin: bytes | None, timeout: float
+    ) -> tuple[int, bytes, bytes]:
+        with self.lock:
+            return self._run(args, cwd, env, stdin, timeout)
+
+    def _run(
+        self, args: list[str], cwd: Path, env: dict[str, str], stdin: bytes | None, timeout: float
+    ) -> tuple[int, bytes, bytes]:
+        proc = self._start()
+        assert self.files is not None and proc.stdin is not None and proc.stdout is not None
+        (self.files / "stdin").write_bytes(stdin or b"")
+        request = {
+            "args": args,
+            "cwd": str(cwd),
+            "env": env,
+            "stdin": str(self.files / "stdin") if stdin is not None else os.devnull,
+            "stdout": str(self.files / "stdout"),
+            "stderr": str(self.files / "stderr"),
+            "timeout": timeout,
+        }
+        proc.stdin.write(json.dumps(request) + "\n")
+        proc.stdin.flush()
+        line = proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the docket fork server ended (exit {proc.wait()})")
+        reply = json.loads(line)
+        if reply.get("timeout"):
+            raise subprocess.TimeoutExpired([DOCKET, *args], timeout)
+        return reply["code"], (self.files / "stdout").read_bytes(), (self.files / "stderr").read_bytes()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.stdin.close()  # the server's loop ends at end of input
+            self.proc.wait(timeout=30)
+        if self.proc is not None and self.proc.stdout is not None:
+            self.proc.stdout.close()
+        if self.files is not None:
+            shutil.rmtree(self.files, ignore_errors=True)
+
+
 _FOREIGN = ("DOCKET_", "CLAUDE_", "CODEX_", "GIT_")
 
 
 def _foreign(name: str) -> bool:
     return name.startswith(_FOREIGN) or name in ("AI_AGENT", "SESSION_ID")
+
+
+FORKS = Forks()
 
 
 def _isolated_values(root: Path) -> dict[str, str]:
@@ -84,12 +168,20 @@ class Repo:
     def ledger(self) -> Path:
         return self.path / ".docket" / "ledger.jsonl"
 
-    def docket(self, *args: str, input: str | bytes | None = None, cwd: Path | None = None) -> Result:
+    def docket(
+        self, *args: str, input: str | bytes | None = None, cwd: Path | None = None, real: bool = False
+    ) -> Result:
+        """``docket ARGS`` in the repository (or cwd): a warm forked child of the worker's fork server
+        (tests/forkserver.py), or the console script as a subprocess when ``real`` is set, for the
+        commands git and agents start (``hook``, ``merge-driver``), and whenever the fork server
+        would not be the same process (see ``Forks.serves``)."""
         data = input.encode() if isinstance(input, str) else input
-        proc = subprocess.run(
-            [DOCKET, *args], cwd=cwd or self.path, env=self.env, input=data, capture_output=True, timeout=60
-        )
-        return Result(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+        where = cwd or self.path
+        if real or not FORKS.serves(args, self.env):
+            proc = subprocess.run([DOCKET, *args], cwd=where, env=self.env, input=data, capture_output=True, timeout=60)
+            return Result(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+        code, out, err = FORKS.run(list(args), where, self.env, data, timeout=60)
+        return Result(code, out.decode(), err.decode())
 
     def ok(self, *args: str, **kw) -> Result:
         result = self.docket(*args, **kw)
