@@ -10,8 +10,10 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -27,6 +29,7 @@ def _script(name: str) -> str:
 
 
 DOCKET = _script("docket")
+T = TypeVar("T")
 
 
 class Forks:
@@ -239,6 +242,29 @@ def repo(tmp_path: Path, env: dict[str, str], _initialised: Path) -> Repo:
     path = tmp_path / "repo"
     shutil.copytree(_initialised, path, symlinks=True)
     return Repo(path, env)
+
+
+def build_template(factory: pytest.TempPathFactory, initialised: Path, build: Callable[[Repo], T]) -> tuple[Path, T]:
+    """A repository built once (for a module-scoped fixture) by ``build`` from a copy of ``_initialised``.
+
+    ``build`` runs docket and git as a test would, in an environment of its own (isolated like ``env``);
+    ``from_template`` gives each test a copy. A copy of a built repository is the repository the test
+    would have built (git and docket keep no absolute path in it), at a copy's cost instead of the
+    processes'. What lives outside the repository (docket's caches, agent state) starts empty in the
+    test's own environment, as for a clone.
+    """
+    root = factory.mktemp("template")
+    env = {k: v for k, v in os.environ.items() if not _foreign(k)} | _isolated_values(root)
+    path = root / "repo"
+    shutil.copytree(initialised, path, symlinks=True)
+    return path, build(Repo(path, env))
+
+
+def from_template(template: Path, repo: Repo) -> Repo:
+    """Replace ``repo``'s files with a copy of a ``build_template`` repository; ``repo`` keeps its environment."""
+    shutil.rmtree(repo.path)
+    shutil.copytree(template, repo.path, symlinks=True)
+    return repo
 
 
 @pytest.fixture
