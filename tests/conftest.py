@@ -325,3 +325,10 @@ def project_copy(dest: Path) -> Path:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
     return dest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "once: installs docket or runs a real agent; scripts/test runs these in one process beside the parallel run",
+    )
