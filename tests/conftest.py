@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import shutil
@@ -13,7 +14,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import IO, TypeVar
 
 import pytest
 
@@ -39,7 +40,7 @@ class Forks:
     REAL_COMMANDS = ("hook", "merge-driver")
 
     def __init__(self) -> None:
-        self.proc: subprocess.Popen[str] | None = None
+        self.pipes: tuple[IO[str], IO[str]] | None = None  # to and from the server
         self.start_env = {k: v for k, v in os.environ.items() if not _foreign(k)}  # the worker's, as it started
         self.base = {k: v for k, v in self.start_env.items() if forkserver.shapes_interpreter(k)}
         self.files: Path | None = None
@@ -52,20 +53,25 @@ class Forks:
             return False
         return {k: v for k, v in env.items() if forkserver.shapes_interpreter(k)} == self.base
 
-    def _start(self) -> subprocess.Popen[str]:
-        if self.proc is None or self.proc.poll() is not None:
+    def _start(self) -> tuple[IO[str], IO[str]]:
+        if self.pipes is None:
             self.files = Path(tempfile.mkdtemp(prefix="docket-forks-"))
             for name in ("stdin", "stdout", "stderr"):
                 (self.files / name).write_bytes(b"")
-            self.proc = subprocess.Popen(
-                [sys.executable, forkserver.__file__, DOCKET],
+            # The interpreter the console script names (its #! line), as sys.executable in docket.
+            python = Path(DOCKET).read_text(errors="replace").splitlines()[0].removeprefix("#!").strip()
+            proc = subprocess.Popen(
+                [python, forkserver.__file__, DOCKET],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,
                 env=self.start_env,
             )
+            proc.wait()  # it detaches at once: the server is its child, not ours (see forkserver.serve)
+            assert proc.stdin is not None and proc.stdout is not None
+            self.pipes = (proc.stdin, proc.stdout)
             atexit.register(self.stop)
-        return self.proc
+        return self.pipes
 
     def run(
         self, args: list[str], cwd: Path, env: dict[str, str], stdin: bytes | None, timeout: float
@@ -76,8 +82,8 @@ class Forks:
     def _run(
         self, args: list[str], cwd: Path, env: dict[str, str], stdin: bytes | None, timeout: float
     ) -> tuple[int, bytes, bytes]:
-        proc = self._start()
-        assert self.files is not None and proc.stdin is not None and proc.stdout is not None
+        to_server, from_server = self._start()
+        assert self.files is not None
         (self.files / "stdin").write_bytes(stdin or b"")
         request = {
             "args": args,
@@ -88,24 +94,29 @@ class Forks:
             "stderr": str(self.files / "stderr"),
             "timeout": timeout,
         }
-        proc.stdin.write(json.dumps(request) + "\n")
-        proc.stdin.flush()
-        line = proc.stdout.readline()
+        try:
+            to_server.write(json.dumps(request) + "\n")
+            to_server.flush()
+            line = from_server.readline()
+        except BrokenPipeError:
+            line = ""
         if not line:
-            raise RuntimeError(f"the docket fork server ended (exit {proc.wait()})")
+            self.stop()  # the next call starts another
+            raise RuntimeError("the docket fork server ended")
         reply = json.loads(line)
         if reply.get("timeout"):
             raise subprocess.TimeoutExpired([DOCKET, *args], timeout)
         return reply["code"], (self.files / "stdout").read_bytes(), (self.files / "stderr").read_bytes()
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.stdin.close()  # the server's loop ends at end of input
-            self.proc.wait(timeout=30)
-        if self.proc is not None and self.proc.stdout is not None:
-            self.proc.stdout.close()
+        if self.pipes is not None:
+            for pipe in self.pipes:  # the server's loop ends at the end of its input
+                with contextlib.suppress(BrokenPipeError):
+                    pipe.close()
+            self.pipes = None
         if self.files is not None:
             shutil.rmtree(self.files, ignore_errors=True)
+            self.files = None
 
 
 _FOREIGN = ("DOCKET_", "CLAUDE_", "CODEX_", "GIT_")
