@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from docket_git.context import scope
@@ -10,6 +10,7 @@ from docket_git.context.config import defaults
 from docket_git.context.outline import Outline
 from docket_git.context.score import Score, Scoring, text_points
 from docket_git.ledger.project import project
+from tests.hypothesis_helpers import profile
 
 from .conftest import rec
 from .ctx import brief, module_ledger, tuned
@@ -180,7 +181,7 @@ def _naive_points(hay: dict[str, str], query: str) -> dict[str, int]:
 ALPHABET = st.sampled_from(["a", "b", "ab", " ", "ß", "SS", "\x00", "İ", "3"])
 
 
-@settings(max_examples=300, deadline=None)
+@profile(60, 600, checks=())
 @given(
     st.lists(st.lists(ALPHABET, max_size=12).map("".join), min_size=1, max_size=8),
     st.lists(ALPHABET, min_size=1, max_size=6).map("".join),

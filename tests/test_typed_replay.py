@@ -15,12 +15,13 @@ import random
 import sqlite3
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from docket_git.typed import canonical, envelope, ops, replay
 from docket_git.typed.declare import Ledger
 from tests.conftest import Repo
+from tests.hypothesis_helpers import profile
 from tests.typed_helpers import declare, ledger_file, op, rows, snapshot
 
 TS = "2026-01-01T00:00:00.000Z"
@@ -216,7 +217,7 @@ def random_ledger(kind: str | None, seed: int, size: int) -> bytes:
 
 @pytest.mark.parametrize("kind", list(LEDGERS))
 @given(seed=st.integers(0, 2**32), size=st.integers(1, 40))
-@settings(max_examples=40, deadline=None)
+@profile(10, 80, checks=())
 def test_fast_replay_equals_the_reference_replay(kind, seed, size):
     ledger = LEDGERS[kind]
     data = random_ledger(kind, seed, size)
@@ -298,7 +299,7 @@ JSONISH = st.recursive(
 
 @given(value=JSONISH, rtype=st.text(min_size=1, max_size=6), parents=st.integers(0, 3), cut=st.integers(0, 400),
        junk=st.binary(max_size=3))  # fmt: skip
-@settings(max_examples=400, deadline=None)
+@profile(80, 800, checks=())
 def test_fast_parse_answers_like_the_reference_on_random_and_damaged_lines(value, rtype, parents, cut, junk):
     plist = sorted("sha256:" + hashlib.sha256(bytes([i])).hexdigest() for i in range(parents))
     try:
@@ -314,7 +315,7 @@ def test_fast_parse_answers_like_the_reference_on_random_and_damaged_lines(value
 
 
 @given(st.lists(st.lists(st.integers(0, 30), max_size=3), min_size=1, max_size=30), st.randoms())
-@settings(max_examples=100, deadline=None)
+@profile(20, 200, checks=())
 def test_order_is_the_same_in_append_order_and_shuffled(parent_picks, rng):
     records: list[envelope.Record] = []
     for i, picks in enumerate(parent_picks):

@@ -15,11 +15,12 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from docket_git.errors import LedgerError
 from docket_git.ledger import canonical, index, model, store, validate
+from tests.hypothesis_helpers import profile
 
 from .conftest import rec
 from .test_context_properties import ledgers
@@ -310,7 +311,7 @@ def mutated(draw: st.DrawFn) -> bytes:
     return data + b"\n" if final_newline else data
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@profile(40, 500)
 @given(data=mutated(), size=st.sampled_from([None, 1, 200, 2000]))
 def test_the_fast_path_accepts_exactly_what_the_exact_path_accepts(data: bytes, size: int | None) -> None:
     expected = reference(data)
@@ -318,7 +319,7 @@ def test_the_fast_path_accepts_exactly_what_the_exact_path_accepts(data: bytes, 
     assert fast(data, size, canonical=True) == expected
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@profile(10, 80)
 @given(data=mutated())
 def test_a_cold_build_refuses_and_accepts_as_the_exact_path_does(data: bytes) -> None:
     expected = reference(data)
