@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, TypeVar
 
 import pytest
+
+from tests import forkserver
 
 
 def _script(name: str) -> str:
@@ -22,6 +30,93 @@ def _script(name: str) -> str:
 
 
 DOCKET = _script("docket")
+T = TypeVar("T")
+
+
+class Forks:
+    """The worker's fork server (tests/forkserver.py), started on first use and ended with the worker."""
+
+    #: Commands git and agents start as processes: always the real console script.
+    REAL_COMMANDS = ("hook", "merge-driver")
+
+    def __init__(self) -> None:
+        self.pipes: tuple[IO[str], IO[str]] | None = None  # to and from the server
+        self.start_env = {k: v for k, v in os.environ.items() if not _foreign(k)}  # the worker's, as it started
+        self.base = {k: v for k, v in self.start_env.items() if forkserver.shapes_interpreter(k)}
+        self.files: Path | None = None
+        self.always_real = os.environ.get("DOCKET_TEST_PROCESSES") == "real"
+        self.lock = threading.Lock()  # one request at a time on the server's pipe
+
+    def serves(self, args: tuple[str, ...], env: dict[str, str]) -> bool:
+        """Whether a forked child is the process the console script would be for this call."""
+        if self.always_real or (args and args[0] in self.REAL_COMMANDS):
+            return False
+        return {k: v for k, v in env.items() if forkserver.shapes_interpreter(k)} == self.base
+
+    def _start(self) -> tuple[IO[str], IO[str]]:
+        if self.pipes is None:
+            self.files = Path(tempfile.mkdtemp(prefix="docket-forks-"))
+            for name in ("stdin", "stdout", "stderr"):
+                (self.files / name).write_bytes(b"")
+            # The interpreter the console script names (its #! line), as sys.executable in docket.
+            python = Path(DOCKET).read_text(errors="replace").splitlines()[0].removeprefix("#!").strip()
+            proc = subprocess.Popen(
+                [python, forkserver.__file__, DOCKET],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                env=self.start_env,
+            )
+            proc.wait()  # it detaches at once: the server is its child, not ours (see forkserver.serve)
+            assert proc.stdin is not None and proc.stdout is not None
+            self.pipes = (proc.stdin, proc.stdout)
+            atexit.register(self.stop)
+        return self.pipes
+
+    def run(
+        self, args: list[str], cwd: Path, env: dict[str, str], stdin: bytes | None, timeout: float
+    ) -> tuple[int, bytes, bytes]:
+        with self.lock:
+            return self._run(args, cwd, env, stdin, timeout)
+
+    def _run(
+        self, args: list[str], cwd: Path, env: dict[str, str], stdin: bytes | None, timeout: float
+    ) -> tuple[int, bytes, bytes]:
+        to_server, from_server = self._start()
+        assert self.files is not None
+        (self.files / "stdin").write_bytes(stdin or b"")
+        request = {
+            "args": args,
+            "cwd": str(cwd),
+            "env": env,
+            "stdin": str(self.files / "stdin") if stdin is not None else os.devnull,
+            "stdout": str(self.files / "stdout"),
+            "stderr": str(self.files / "stderr"),
+            "timeout": timeout,
+        }
+        try:
+            to_server.write(json.dumps(request) + "\n")
+            to_server.flush()
+            line = from_server.readline()
+        except BrokenPipeError:
+            line = ""
+        if not line:
+            self.stop()  # the next call starts another
+            raise RuntimeError("the docket fork server ended")
+        reply = json.loads(line)
+        if reply.get("timeout"):
+            raise subprocess.TimeoutExpired([DOCKET, *args], timeout)
+        return reply["code"], (self.files / "stdout").read_bytes(), (self.files / "stderr").read_bytes()
+
+    def stop(self) -> None:
+        if self.pipes is not None:
+            for pipe in self.pipes:  # the server's loop ends at the end of its input
+                with contextlib.suppress(BrokenPipeError):
+                    pipe.close()
+            self.pipes = None
+        if self.files is not None:
+            shutil.rmtree(self.files, ignore_errors=True)
+            self.files = None
 
 
 _FOREIGN = ("DOCKET_", "CLAUDE_", "CODEX_", "GIT_")
@@ -29,6 +124,9 @@ _FOREIGN = ("DOCKET_", "CLAUDE_", "CODEX_", "GIT_")
 
 def _foreign(name: str) -> bool:
     return name.startswith(_FOREIGN) or name in ("AI_AGENT", "SESSION_ID")
+
+
+FORKS = Forks()
 
 
 def _isolated_values(root: Path) -> dict[str, str]:
@@ -84,12 +182,20 @@ class Repo:
     def ledger(self) -> Path:
         return self.path / ".docket" / "ledger.jsonl"
 
-    def docket(self, *args: str, input: str | bytes | None = None, cwd: Path | None = None) -> Result:
+    def docket(
+        self, *args: str, input: str | bytes | None = None, cwd: Path | None = None, real: bool = False
+    ) -> Result:
+        """``docket ARGS`` in the repository (or cwd): a warm forked child of the worker's fork server
+        (tests/forkserver.py), or the console script as a subprocess when ``real`` is set, for the
+        commands git and agents start (``hook``, ``merge-driver``), and whenever the fork server
+        would not be the same process (see ``Forks.serves``)."""
         data = input.encode() if isinstance(input, str) else input
-        proc = subprocess.run(
-            [DOCKET, *args], cwd=cwd or self.path, env=self.env, input=data, capture_output=True, timeout=60
-        )
-        return Result(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+        where = cwd or self.path
+        if real or not FORKS.serves(args, self.env):
+            proc = subprocess.run([DOCKET, *args], cwd=where, env=self.env, input=data, capture_output=True, timeout=60)
+            return Result(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+        code, out, err = FORKS.run(list(args), where, self.env, data, timeout=60)
+        return Result(code, out.decode(), err.decode())
 
     def ok(self, *args: str, **kw) -> Result:
         result = self.docket(*args, **kw)
@@ -147,6 +253,29 @@ def repo(tmp_path: Path, env: dict[str, str], _initialised: Path) -> Repo:
     path = tmp_path / "repo"
     shutil.copytree(_initialised, path, symlinks=True)
     return Repo(path, env)
+
+
+def build_template(factory: pytest.TempPathFactory, initialised: Path, build: Callable[[Repo], T]) -> tuple[Path, T]:
+    """A repository built once (for a module-scoped fixture) by ``build`` from a copy of ``_initialised``.
+
+    ``build`` runs docket and git as a test would, in an environment of its own (isolated like ``env``);
+    ``from_template`` gives each test a copy. A copy of a built repository is the repository the test
+    would have built (git and docket keep no absolute path in it), at a copy's cost instead of the
+    processes'. What lives outside the repository (docket's caches, agent state) starts empty in the
+    test's own environment, as for a clone.
+    """
+    root = factory.mktemp("template")
+    env = {k: v for k, v in os.environ.items() if not _foreign(k)} | _isolated_values(root)
+    path = root / "repo"
+    shutil.copytree(initialised, path, symlinks=True)
+    return path, build(Repo(path, env))
+
+
+def from_template(template: Path, repo: Repo) -> Repo:
+    """Replace ``repo``'s files with a copy of a ``build_template`` repository; ``repo`` keeps its environment."""
+    shutil.rmtree(repo.path)
+    shutil.copytree(template, repo.path, symlinks=True)
+    return repo
 
 
 @pytest.fixture
@@ -207,3 +336,10 @@ def project_copy(dest: Path) -> Path:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
     return dest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "once: installs docket or runs a real agent; scripts/test runs these in one process beside the parallel run",
+    )

@@ -1,9 +1,9 @@
 """An append reads only the ledger's tail when the index proves it holds the whole file, and stays safe.
 
-``index.append`` proves the index current on the open ledger (stat, length,
-digest of the last 4 KB), validates the new records against the index, writes
-them at the end and lets the index take in the bytes past its last checkpoint
-but one. These tests hold it to the whole-file path's results: the same
+The store's ``append`` asks the index to prove itself current on the open
+ledger (stat, length, digest of the last 4 KB), validates the new records
+against it, writes them at the end and lets the index take in the bytes past
+its last checkpoint but one. These tests hold it to the whole-file path's results: the same
 index as a fresh build after any mix of appends and edits, a failed write
 that leaves every byte as it was, and a ledger changed behind the index's
 back that is read (and refused) whole.
@@ -24,6 +24,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from docket_git.ledger import canonical, index, project, recording
+from docket_git.ledger.append import append
 from tests.hypothesis_helpers import profile
 
 from .conftest import DOCKET, Repo, rec
@@ -90,7 +91,7 @@ def test_an_append_reads_the_tail_not_the_ledger(tmp_path: Path, monkeypatch: py
     index.open_index(path).close()
     for n in range(3):
         before = rchar()
-        (written,) = index.append(path, [draft(f"appended {n}", supports=[["c7"]], scope=["src/a.py"])])
+        (written,) = append(path, [draft(f"appended {n}", supports=[["c7"]], scope=["src/a.py"])])
         read = rchar() - before
         assert written["id"] == f"c{2501 + n}"
         # The last block and the index's pages, never the 5 MB before them.
@@ -127,18 +128,18 @@ def test_appends_leave_the_index_a_fresh_build_would_make(records: list[dict], o
                 ids = [r["id"] for r in index.read(path).records]
                 size = path.stat().st_size
                 if op == "append":
-                    index.append(path, [draft(f"append {n}.{i}", scope=["src/x.py"]) for i in range(arg)])
+                    append(path, [draft(f"append {n}.{i}", scope=["src/x.py"]) for i in range(arg)])
                 elif op == "supersede":
                     claims = [i for i in ids if i[0] == "c"]
                     retired = {t for r in index.read(path).records for t in r.get("supersedes") or ()}
                     open_claims = [c for c in claims if c not in retired]
                     if open_claims:
                         target = open_claims[arg % len(open_claims)]
-                        index.append(path, [draft(f"supersede {n}", supersedes=[target])])
+                        append(path, [draft(f"supersede {n}", supersedes=[target])])
                 elif op == "answer":
                     questions = [i for i in ids if i[0] == "q"]
                     if questions:
-                        index.append(path, [draft(f"answer {n}", answers=[questions[arg % len(questions)]])])
+                        append(path, [draft(f"answer {n}", answers=[questions[arg % len(questions)]])])
                 elif op == "hand-append":  # another tool appends: the index cannot prove itself
                     top = max(int(i[1:]) for i in ids)
                     lead = b"" if path.read_bytes().endswith(b"\n") else b"\n"

@@ -2,18 +2,40 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from docket_git.context import scope
 from docket_git.context.config import defaults
-from docket_git.context.score import Score, in_degrees, score_records, text_points
+from docket_git.context.outline import Outline
+from docket_git.context.score import Score, Scoring, text_points
 from docket_git.ledger.project import project
+from tests.hypothesis_helpers import profile
 
 from .conftest import rec
 from .ctx import brief, module_ledger, tuned
 
 W = defaults()["weights"]
+
+
+def score_records(
+    history: list[dict],
+    current_ids: list[str],
+    weights: dict[str, int],
+    *,
+    files: list[str] | None = None,
+    query: str = "",
+) -> dict[str, Score]:
+    """Scores for the current records of a projected history (file order, retired included)."""
+    outline = Outline(history)
+    assert set(current_ids) == outline.current
+    scoring = Scoring(outline, weights, files=files, query=query)
+    return {rid: scoring[rid] for rid in outline.live}
+
+
+def in_degrees(views: list[dict]) -> dict[str, int]:
+    """Record ID -> references to it from any projected view's supports, depends_on, answers, resolved_by."""
+    return dict(Outline(views).degrees)
 
 
 def scores(records: list[dict], **task) -> dict[str, Score]:
@@ -159,7 +181,7 @@ def _naive_points(hay: dict[str, str], query: str) -> dict[str, int]:
 ALPHABET = st.sampled_from(["a", "b", "ab", " ", "ß", "SS", "\x00", "İ", "3"])
 
 
-@settings(max_examples=300, deadline=None)
+@profile(60, 600, checks=())
 @given(
     st.lists(st.lists(ALPHABET, max_size=12).map("".join), min_size=1, max_size=8),
     st.lists(ALPHABET, min_size=1, max_size=6).map("".join),

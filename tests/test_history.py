@@ -12,7 +12,7 @@ import pytest
 
 from docket_git.history import baseline as baselines
 from docket_git.history import renumbering as history
-from tests.conftest import Repo, rec
+from tests.conftest import Repo, build_template, from_template, rec
 
 LEDGER = ".docket/ledger.jsonl"
 
@@ -33,8 +33,7 @@ def digest_of(data: bytes, record_id: str) -> str:
     raise AssertionError(f"{record_id} not in ledger")
 
 
-@pytest.fixture
-def merged(repo: Repo) -> dict:
+def build_merged(repo: Repo) -> dict:
     """main and topic both recorded after the fork; topic merged into main, so its records were renumbered."""
     repo.ok("claim", "Shared premise")
     commit(repo, "shared")
@@ -53,13 +52,24 @@ def merged(repo: Repo) -> dict:
     repo.git("merge", "-q", "--no-edit", "topic")
     merge = repo.git("rev-parse", "HEAD").strip()
     return {
-        "repo": repo,
         "topic_tip": topic_tip,
         "topic_data": topic_data,
         "topic_records": topic_records,
         "main_added": main_added,
         "merge": merge,
     }
+
+
+@pytest.fixture(scope="module")
+def _merged(tmp_path_factory: pytest.TempPathFactory, _initialised: Path) -> tuple[Path, dict]:
+    return build_template(tmp_path_factory, _initialised, build_merged)
+
+
+@pytest.fixture
+def merged(repo: Repo, _merged: tuple[Path, dict]) -> dict:
+    """``build_merged``'s repository (built once per module, copied per test) and what it returned."""
+    template, built = _merged
+    return {**built, "repo": from_template(template, repo)}
 
 
 def test_the_merge_renumbered_the_topic_records(merged):

@@ -8,11 +8,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from docket_git.errors import _notices
 from docket_git.ledger import canonical, db, index, project, store
+from tests.hypothesis_helpers import profile
 
 from .conftest import rec
 from .test_context_properties import ledgers
@@ -150,7 +151,7 @@ RELINKS = st.lists(
 )
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@profile(10, 60)
 @given(records=ledgers(), first=st.integers(1, 70), edits=EDITS, block=st.sampled_from([64, 512, 1 << 16]))
 def test_index_equals_a_fresh_projection_after_any_edit_sequence(
     records: list[dict], first: int, edits: list[tuple[str, int]], block: int
@@ -158,7 +159,7 @@ def test_index_equals_a_fresh_projection_after_any_edit_sequence(
     run_edits(records, first, edits, block)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@profile(15, 120)
 @given(records=ledgers(), first=st.integers(1, 70), edits=RELINKS, block=st.sampled_from([64, 512]))
 def test_index_settles_only_what_a_tail_rewrite_changes_and_still_equals_a_fresh_projection(
     records: list[dict], first: int, edits: list[tuple[str, int]], block: int
@@ -388,7 +389,7 @@ def test_a_build_killed_midway_leaves_nothing_the_next_build_keeps(tmp_path: Pat
     ix.close()
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@profile(8, 50)
 @given(records=ledgers(), slice_bytes=st.sampled_from([1, 300, 2000]))
 def test_a_build_in_small_slices_equals_a_fresh_projection(records: list[dict], slice_bytes: int) -> None:
     old = store.SLICE

@@ -19,6 +19,9 @@ import pytest
 
 from tests.conftest import project_copy
 
+#: Run once beside the parallel suite (scripts/test), not on a worker: builds a wheel and pipx-installs it: mostly waiting on downloads.
+pytestmark = pytest.mark.once
+
 PIPX = Path(sys.executable).parent / "pipx"
 #: Generous bounds: a cold pip cache downloads docket's dependencies once.
 BUILD_TIMEOUT = 300

@@ -131,9 +131,9 @@ def test_every_tool_over_stdio(typed: Repo) -> None:
     assert "stars" not in out["put"][1] and "f returns one" not in out["note"][1]  # never the values
     assert out["note"][2]["type"] == "notes"
     rows = [json.loads(line) for line in (typed.path / ".docket/ledgers/repositories.jsonl").read_text().splitlines()]
-    assert [r["payload"] for r in rows] == [
-        {"operation": "put", "key": "docket", "value": {"stars": 7}},
-        {"operation": "delete", "key": "gone"},
+    assert [r["payload"] for r in rows] == [  # gh-aw's record format: the record ID in the payload
+        {"operation": "put", "key": "docket", "value": {"stars": 7}, "id": out["put"][2]["record_id"]},
+        {"operation": "delete", "key": "gone", "id": out["delete"][2]["record_id"]},
     ]
     assert '"net_votes": 1' in out["query"][1] and "untrusted" in out["query"][1]
     assert json.loads(out["state"][1]) == [{"name": "runs", "value": 2}]

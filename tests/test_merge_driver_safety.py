@@ -7,13 +7,14 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from docket_git.ledger import model, validate
 from docket_git.merging import driver as git_driver
 from docket_git.merging.rebase import RawLedger, match
 from tests.conftest import rec
+from tests.hypothesis_helpers import profile
 from tests.test_merge_driver import (
     Driver,
     driver,  # noqa: F401  (the fixture)
@@ -90,7 +91,7 @@ def sides(draw):
     return base_bytes, ours_bytes, theirs_bytes
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@profile(30, 300)
 @given(sides())
 def test_the_driver_output_starts_with_ours_bytes_and_holds_theirs(three):
     _, ours, theirs = three

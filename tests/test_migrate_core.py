@@ -7,12 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from docket_git.ledger import canonical, store, validate
 from docket_git.migrate import convert, mapping
 from docket_git.migrate import schema1 as v1
+from tests.hypothesis_helpers import profile
 from tests.migrate_fixtures import every_shape, jsonl, s1
 
 
@@ -595,7 +596,7 @@ def schema1_ledgers(draw) -> list[dict]:
     return records
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@profile(20, 120)
 @given(schema1_ledgers())
 def test_any_schema_1_ledger_migrates_to_a_valid_ledger_or_stops_with_named_reasons(ledger: list[dict]):
     data = jsonl(ledger)

@@ -12,7 +12,6 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from docket_git.context import outline as outline_module
 from docket_git.context.config import defaults
 from docket_git.context.outline import Outline
 from docket_git.context.scope import matched_scopes
@@ -117,28 +116,13 @@ def ledger_in(tmp: Path, data: bytes) -> Path:
     return path
 
 
-@contextlib.contextmanager
-def eager(on: bool) -> Iterator[None]:
-    """Indexed outlines read every record's facts at once (a small ledger's way), or each on demand."""
-    old = outline_module.EAGER
-    outline_module.EAGER = old if on else -1
-    try:
-        yield
-    finally:
-        outline_module.EAGER = old
-
-
 def loaded(path: Path, data: bytes) -> dict:
-    """The facts of the outline read from the index of path once it holds data (both ways: they agree)."""
+    """The facts of the outline read from the index of path once it holds data."""
     path.write_bytes(data)
     with index.opened(path) as ix:
-        with eager(True):
-            at_once = facts(Outline.from_index(ix))
-        with eager(False):
-            on_demand = facts(Outline.from_index(ix))
-        on_demand["query_tables"] = query_tables(ix.conn)
-    assert on_demand == at_once | {"query_tables": on_demand["query_tables"]}
-    return on_demand
+        found = facts(Outline.from_index(ix))
+        found["query_tables"] = query_tables(ix.conn)
+    return found
 
 
 def query_tables(conn: sqlite3.Connection) -> dict:
@@ -160,7 +144,7 @@ def expected_tables(records: list[dict]) -> dict:
 
 def built(records: list[dict]) -> dict:
     """The facts of the outline built from the records, with the query tables the index must hold for them."""
-    return facts(Outline.build(records)) | {"query_tables": expected_tables(records)}
+    return facts(Outline(records)) | {"query_tables": expected_tables(records)}
 
 
 @profile(15, 300)
@@ -243,17 +227,17 @@ def test_since_from_the_outline_equals_the_full_delta(
 
 
 @profile(15, 300)
-@given(records=ledgers(), first=st.integers(0, 70), request=REQUESTS, at_once=st.booleans())
+@given(records=ledgers(), first=st.integers(0, 70), request=REQUESTS)
 def test_the_briefing_from_the_index_equals_one_composed_from_scratch(
-    records: list[dict], first: int, request: dict, at_once: bool
+    records: list[dict], first: int, request: dict
 ) -> None:
     """Issue 16's byte-identity: the index-backed briefing (after an earlier, shorter ledger) is the reference's.
 
-    Both ways an indexed outline reads facts: all at once, or on demand with the ranking merged from index strata.
+    The indexed outline reads facts on demand, with the ranking merged from index strata.
     """
     from docket_git.context import build_briefing
 
-    with cache_home() as tmp, eager(at_once):
+    with cache_home() as tmp:
         path = ledger_in(tmp, encode(records[:first], set()))
         build_briefing(ledger=path, auto_scope=False)  # the index holds the shorter ledger first
         path.write_bytes(encode(records, set()))
@@ -359,11 +343,11 @@ def test_a_query_ranked_in_the_index_equals_the_reference_scoring(
 
     w = SCORING_WEIGHTS[weights]
     records[-1] = {**records[-1], "text": records[-1]["text"] + " " + odd}
-    expected = scored(Outline.build(records), query, files, w, ranking_first=ranking_first)
+    expected = scored(Outline(records), query, files, w, ranking_first=ranking_first)
     assert not expected["in_sql"]
     with cache_home() as tmp:
         path = ledger_in(tmp, encode(records, set()))
-        with index.opened(path) as ix, eager(False):
+        with index.opened(path) as ix:
             got = scored(Outline.from_index(ix), query, files, w, ranking_first=ranking_first)
     current = {v["id"] for v in project(records) if not v["retired_by"]}
     nul = "\x00" in query or any(index.schema._haystack(r) is None for r in records if r["id"] in current)
@@ -386,8 +370,8 @@ def test_a_common_term_and_a_rare_one_ranked_in_the_index(tmp_path: Path, monkey
     path.parent.mkdir(parents=True)
     path.write_bytes(encode(records, set()))
     for query in ("common", "rare", "common rare", "words   common", "d1202 c9"):
-        expected = scored(Outline.build(records), query, [], WEIGHTS, ranking_first=True)
-        with index.opened(path) as ix, eager(False):
+        expected = scored(Outline(records), query, [], WEIGHTS, ranking_first=True)
+        with index.opened(path) as ix:
             got = scored(Outline.from_index(ix), query, [], WEIGHTS, ranking_first=True)
         assert got.pop("in_sql")
         expected.pop("in_sql")
@@ -411,9 +395,9 @@ def test_coverage_from_index_ranked_hits_walks_only_current_prerequisites(tmp_pa
     path = tmp_path / "repo" / ".docket" / "ledger.jsonl"
     path.parent.mkdir(parents=True)
     path.write_bytes(encode(records, set()))
-    expected = scored(Outline.build(records), "zeta", [], WEIGHTS, ranking_first=False)
+    expected = scored(Outline(records), "zeta", [], WEIGHTS, ranking_first=False)
     assert expected["targets"] == {"d6", "d7", "d4", "c2"}
-    with index.opened(path) as ix, eager(False):
+    with index.opened(path) as ix:
         got = scored(Outline.from_index(ix), "zeta", [], WEIGHTS, ranking_first=False)
     assert got.pop("in_sql")
     expected.pop("in_sql")

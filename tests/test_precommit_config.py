@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from docket_git.merging import precommit
 from docket_git.merging import wiring as install
 from tests.conftest import Repo
+from tests.hypothesis_helpers import profile
 
 WIRED = [
     "repos:\n  - repo: local\n    hooks:\n      - id: docket-check\n",
@@ -114,7 +115,7 @@ def _yaml_says(text: str) -> bool | None:
     )
 
 
-@settings(max_examples=300, deadline=None)
+@profile(60, 600, checks=())
 @given(configs())
 def test_the_reader_agrees_with_pyyaml(text: str):
     expected = _yaml_says(text)

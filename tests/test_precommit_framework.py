@@ -18,6 +18,9 @@ import pytest
 
 from tests.conftest import Repo, project_copy
 
+#: Run once beside the parallel suite (scripts/test), not on a worker: pre-commit pip-installs docket into its own environment: mostly waiting on downloads.
+pytestmark = pytest.mark.once
+
 ROOT = Path(__file__).resolve().parent.parent
 HOOK_ID = "docket-check"
 INSTALL_TIMEOUT = 600

@@ -31,6 +31,9 @@ import pytest
 from .conftest import Repo
 from .fake_models import Call, FakeModel, Seen, Turn
 
+#: Run once beside the parallel suite (scripts/test), not on a worker: the real coding agents, each run 5 to 30 seconds.
+pytestmark = pytest.mark.once
+
 DEFAULT_DIR = Path("/tmp/agents/node_modules/.bin")
 DECISION = "Payments retry with idempotency keys"
 #: A line of every briefing docket's session hook gives.

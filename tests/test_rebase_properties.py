@@ -5,12 +5,13 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from docket_git.ledger import model
 from docket_git.merging.rebase import MERGE_AUTHOR, content_key, merge
 from tests.conftest import rec
+from tests.hypothesis_helpers import profile
 from tests.test_rebase import valid
 
 
@@ -72,7 +73,7 @@ def merge_questions(records: list[dict]) -> list[dict]:
     return [r for r in records if r["author"] == MERGE_AUTHOR]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@profile(60, 600)
 @given(forked())
 def test_merged_ledgers_are_valid_complete_and_settle_both_ways(history):
     prefix, ours, theirs = history

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 from fnmatch import fnmatchcase
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from docket_git.context import scope
+from tests.hypothesis_helpers import profile
 
 ALPHABET = "ab/.*"
 WEIGHTS = {"scope_exact": 5, "scope_prefix": 3, "scope_glob": 2}
 
 
-@settings(max_examples=3000, deadline=None)
+@profile(600, 6000, checks=())
 @given(st.text(ALPHABET.replace("*", ""), max_size=12), st.text(ALPHABET, max_size=10))
 def test_star_match_is_fnmatchcase(path: str, pattern: str) -> None:
     if "*" not in pattern:
@@ -26,7 +27,7 @@ def test_star_match_is_fnmatchcase(path: str, pattern: str) -> None:
     assert scope.star_match(path, pattern.split("*")) == fnmatchcase(path, pattern)
 
 
-@settings(max_examples=1500, deadline=None)
+@profile(300, 3000, checks=())
 @given(
     st.lists(st.text("ab/.?[]!", max_size=10), min_size=1, max_size=4),
     st.text("ab/.*?[]!", min_size=1, max_size=10),

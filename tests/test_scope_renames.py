@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+from pathlib import Path
+
 from docket_git.history.renames import chain
 
 from .conftest import Repo
@@ -70,3 +74,30 @@ def test_renames_chain_in_order() -> None:
     assert chain([("a", "b"), ("b", "c"), ("x", "y")]) == {"a": "c", "b": "c", "x": "y"}
     assert chain([("a", "b"), ("b", "a")]) == {"b": "a"}  # moved back: a is itself again
     assert chain([]) == {}
+
+
+def test_renames_are_looked_up_by_head_without_spawning_git(repo: Repo, tmp_path: Path) -> None:
+    """A briefing reads HEAD from git's files; git is asked for renames once per HEAD, never for HEAD itself."""
+    real = shutil.which("git", path=repo.env["PATH"])
+    assert real is not None
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    log = tmp_path / "git.log"
+    (shim / "git").write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {real} "$@"\n')
+    (shim / "git").chmod(0o755)
+    (repo.path / "src").mkdir()
+    (repo.path / "src" / "store.py").write_text("x = 1\n")
+    repo.ok("decision", "Appends fsync before returning", "--choice", "fsync", "--scope", "src/store.py")
+    _commit(repo, "first")
+    repo.git("mv", "src/store.py", "src/disk.py")
+    _commit(repo, "store -> disk")
+    traced = Repo(repo.path, {**repo.env, "PATH": f"{shim}{os.pathsep}{repo.env['PATH']}"})
+    for _ in range(2):
+        assert "scope=1000 via rename" in _selection(traced.ok("context", "--file", "src/disk.py").out, "d1")
+    calls = log.read_text().splitlines()
+    assert not [c for c in calls if "rev-parse" in c], calls
+    assert len([c for c in calls if " log " in f" {c} "]) == 1, calls  # the second briefing used the cache
+    repo.git("mv", "src/disk.py", "src/media.py")  # HEAD moves: the renames are asked for again
+    _commit(repo, "disk -> media")
+    assert "scope=1000 via rename" in _selection(traced.ok("context", "--file", "src/media.py").out, "d1")
+    assert len([c for c in log.read_text().splitlines() if " log " in f" {c} "]) == 2

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from docket_git.sessions import check, contextmap, fmt
+from tests.hypothesis_helpers import profile
 
 HEAD = fmt.new_file({"schema_version": "1.1", "system": "s", "workflow": "w", "project_name": "p", "created": "t"})
 
@@ -39,7 +40,7 @@ VALUES = st.recursive(
 OBJECTS = st.dictionaries(KEYS, VALUES, max_size=5)
 
 
-@settings(max_examples=150, deadline=None)
+@profile(30, 300, checks=())
 @given(st.lists(OBJECTS, min_size=1, max_size=5), st.lists(st.sampled_from(fmt.STATUSES), min_size=5, max_size=5))
 def test_replaying_deltas_rebuilds_every_json_state(outputs, statuses):
     states = [
@@ -59,7 +60,7 @@ def test_replaying_deltas_rebuilds_every_json_state(outputs, statuses):
     )
 
 
-@settings(max_examples=80, deadline=None)
+@profile(20, 160, checks=())
 @given(
     st.lists(st.text(alphabet="ab #-:\n", min_size=1, max_size=30).map(str.strip).filter(bool), min_size=1, max_size=4)
 )

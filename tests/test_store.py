@@ -111,6 +111,8 @@ def test_a_rewritten_tail_revalidates_from_the_last_matching_checkpoint(repo: Re
     forge(repo, "INSERT INTO relations VALUES ('c2', 'supersedes', 'c5', NULL)")
     result = repo.docket("claim", "retire c5", "--supersedes", "c5")
     assert result.code == 1 and "c5' is already retired" in result.err
+    assert repo.ledger.read_bytes() == other  # refused: and the index follows writes only
+    repo.ok("list")  # a reader brings the index to the file from the same checkpoint
     conn = sqlite3.connect(db)
     kept = conn.execute("SELECT value FROM meta WHERE key = 'indexed_from'").fetchone()[0]
     conn.close()

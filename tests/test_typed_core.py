@@ -7,11 +7,12 @@ import random
 import sqlite3
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from docket_git.typed import api, canonical, envelope, merge, replay
 from docket_git.typed.declare import Ledger
+from tests.hypothesis_helpers import profile
 
 COUNTER = Ledger("metrics", "counter")
 LOG = Ledger("history", "log")
@@ -64,7 +65,7 @@ def test_canonical_form_rfc8785_numbers_and_sorted_keys():
 @given(st.recursive(st.none() | st.booleans() | st.integers(-(2**53) + 1, 2**53 - 1) | st.floats(allow_nan=False,
        allow_infinity=False) | st.text(), lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(), c, max_size=4),
        max_leaves=12))  # fmt: skip
-@settings(max_examples=200, deadline=None)
+@profile(40, 400, checks=())
 def test_canonical_text_round_trips(value):
     try:
         text = canonical.dumps(value)
@@ -215,7 +216,7 @@ JSON = st.recursive(
 
 
 @given(st.sampled_from(SCHEMAS), JSON)
-@settings(max_examples=400, deadline=None)
+@profile(80, 800, checks=())
 def test_compiled_schema_never_accepts_what_jsonschema_rejects(schema, value):
     from jsonschema import Draft202012Validator
 
@@ -238,7 +239,7 @@ def test_a_grown_file_extends_the_projection_and_a_rewrite_rebuilds_it(tmp_path,
     records = chain([{"operation": "increment", "name": "a", "amount": i} for i in range(1, 5)])
     path.write_bytes(data_of(records[:2]))
     dbp = api.database(tmp_path, ledger)
-    fp = api._fingerprint(ledger)
+    fp = api._fingerprint(ledger, tmp_path)
     build, extend = replay.build(ledger), replay.extend(ledger)
     assert db.ensure(path, dbp, fp, build, extend) == "rebuilt"
     assert db.ensure(path, dbp, fp, build, extend) == "current"
@@ -270,7 +271,7 @@ def layered_reference(records: list[envelope.Record]) -> list[str]:
 
 
 @given(st.lists(st.lists(st.integers(0, 30), max_size=3), min_size=1, max_size=30))
-@settings(max_examples=100, deadline=None)
+@profile(20, 200, checks=())
 def test_order_matches_the_layered_reference_on_random_dags(parent_picks):
     records: list[envelope.Record] = []
     for i, picks in enumerate(parent_picks):

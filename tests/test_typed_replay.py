@@ -15,12 +15,13 @@ import random
 import sqlite3
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from docket_git.typed import canonical, envelope, ops, replay
 from docket_git.typed.declare import Ledger
 from tests.conftest import Repo
+from tests.hypothesis_helpers import profile
 from tests.typed_helpers import declare, ledger_file, op, rows, snapshot
 
 TS = "2026-01-01T00:00:00.000Z"
@@ -216,7 +217,7 @@ def random_ledger(kind: str | None, seed: int, size: int) -> bytes:
 
 @pytest.mark.parametrize("kind", list(LEDGERS))
 @given(seed=st.integers(0, 2**32), size=st.integers(1, 40))
-@settings(max_examples=40, deadline=None)
+@profile(10, 80, checks=())
 def test_fast_replay_equals_the_reference_replay(kind, seed, size):
     ledger = LEDGERS[kind]
     data = random_ledger(kind, seed, size)
@@ -298,7 +299,7 @@ JSONISH = st.recursive(
 
 @given(value=JSONISH, rtype=st.text(min_size=1, max_size=6), parents=st.integers(0, 3), cut=st.integers(0, 400),
        junk=st.binary(max_size=3))  # fmt: skip
-@settings(max_examples=400, deadline=None)
+@profile(80, 800, checks=())
 def test_fast_parse_answers_like_the_reference_on_random_and_damaged_lines(value, rtype, parents, cut, junk):
     plist = sorted("sha256:" + hashlib.sha256(bytes([i])).hexdigest() for i in range(parents))
     try:
@@ -314,7 +315,7 @@ def test_fast_parse_answers_like_the_reference_on_random_and_damaged_lines(value
 
 
 @given(st.lists(st.lists(st.integers(0, 30), max_size=3), min_size=1, max_size=30), st.randoms())
-@settings(max_examples=100, deadline=None)
+@profile(20, 200, checks=())
 def test_order_is_the_same_in_append_order_and_shuffled(parent_picks, rng):
     records: list[envelope.Record] = []
     for i, picks in enumerate(parent_picks):
@@ -336,37 +337,49 @@ def many_parents(n: int) -> list[str]:
     return sorted("sha256:" + hashlib.sha256(str(i).encode()).hexdigest() for i in range(n))
 
 
-def test_a_record_with_more_than_the_cap_of_parents_is_refused_on_read():
+@pytest.mark.parametrize(("rtype", "cap"), [("ledger_append", 64), ("append", 1024)])
+def test_a_record_with_more_than_the_cap_of_parents_is_refused_on_read(rtype: str, cap: int):
+    """gh-aw's format (what docket writes) names at most 64 parents, gh-aw's limit; docket's older records
+    (the operation as type) keep their 1024, so a ledger written before still replays."""
     op = {"operation": "append", "value": "x"}
-    _, ok = envelope.seal(envelope.record_id("p", 0), "append", TS, many_parents(envelope.MAX_PARENTS), op)
-    _, over = envelope.seal(envelope.record_id("p", 1), "append", TS, many_parents(envelope.MAX_PARENTS + 1), op)
+    _, ok = envelope.seal(envelope.record_id("p", 0), rtype, TS, many_parents(cap), op)
+    _, over = envelope.seal(envelope.record_id("p", 1), rtype, TS, many_parents(cap + 1), op)
     assert isinstance(envelope.parse_line(ok.rstrip(b"\n"), 1), envelope.Record)
+    assert isinstance(envelope.parse_line_reference(ok.rstrip(b"\n"), 1), envelope.Record)
     found = envelope.parse_line(over.rstrip(b"\n"), 2)
-    assert found.code == "invalid-envelope" and f"at most {envelope.MAX_PARENTS} parents" in found.detail
+    assert found.code == "invalid-envelope" and f"at most {cap} parents, this one {cap + 1}" in found.detail
     assert found == envelope.parse_line_reference(over.rstrip(b"\n"), 2)
 
 
 def test_parent_cap_on_write_and_in_check(repo: Repo):
-    """A file with more heads than the cap takes no new record; a record over the cap is listed by check."""
+    """A file with more heads than gh-aw's 64 takes no new record (gh-aw: Too many ledger DAG heads); a
+    record over the cap is listed by check."""
     declare(repo, '[ledgers.history]\ntype = "log"\n')
     path = ledger_file(repo, "history")
     path.parent.mkdir(parents=True, exist_ok=True)
     roots = b"".join(
-        envelope.seal(envelope.record_id("root", i), "append", TS, [], {"operation": "append", "value": i})[1]
-        for i in range(envelope.MAX_PARENTS + 1)
+        envelope.seal(envelope.record_id("root", i), "ledger_append", TS, [], {"operation": "append", "value": i})[1]
+        for i in range(65)
     )
     path.write_bytes(roots)
     before = {name: data for name, data in snapshot(repo).items() if not name.endswith(".lock")}
     result = op(repo, "history", {"operation": "append", "value": "new"})
     assert result.code == 1 and result.out == ""
-    assert result.err.startswith("docket: ledger 'history' has 1025 heads, more than the 1024 parents"), result.err
+    assert result.err.startswith("docket: ledger 'history' has 65 heads, more than the 64 parents"), result.err
+    assert "Too many ledger DAG heads" in result.err
     assert "nothing was written" in result.err and "Traceback" not in result.err
     assert {name: data for name, data in snapshot(repo).items() if not name.endswith(".lock")} == before
     heads = sorted(r.sha for r in envelope.read(roots)[0])
-    _, over = envelope.seal(envelope.record_id("join", 0), "append", TS, heads, {"operation": "append", "value": "j"})
+    join = {"operation": "append", "value": "j"}
+    _, over = envelope.seal(envelope.record_id("join", 0), "ledger_append", TS, heads, join)
     path.write_bytes(roots + over)
     check = repo.docket("ledger", "check", "history")
     assert check.code == 1
-    assert f"line {envelope.MAX_PARENTS + 2}" in check.out + check.err
-    assert "at most 1024 parents, this one 1025" in check.out + check.err
-    assert rows(repo, "history", "SELECT count(*) AS n FROM records") == [{"n": envelope.MAX_PARENTS + 1}]
+    assert "line 66" in check.out + check.err
+    assert "at most 64 parents, this one 65" in check.out + check.err
+    assert rows(repo, "history", "SELECT count(*) AS n FROM records") == [{"n": 65}]
+    # The same join in docket's older record form (the operation as type) replays: old ledgers keep working.
+    _, legacy = envelope.seal(envelope.record_id("join", 0), "append", TS, heads, join)
+    path.write_bytes(roots + legacy)
+    assert repo.docket("ledger", "check", "history").code == 0
+    assert rows(repo, "history", "SELECT count(*) AS n FROM records") == [{"n": 66}]

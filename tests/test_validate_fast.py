@@ -17,11 +17,12 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from docket_git.errors import LedgerError
 from docket_git.ledger import canonical, index, model, store, validate
+from tests.hypothesis_helpers import profile
 
 from .conftest import rec
 from .test_context_properties import ledgers
@@ -300,14 +301,14 @@ def mutated(draw: st.DrawFn) -> bytes:
     return data + b"\n" if final_newline else data
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@profile(40, 500)
 @given(data=mutated(), size=st.sampled_from([None, 1, 200, 2000]))
 def test_bulk_validation_accepts_exactly_what_the_rules_in_order_accept(data: bytes, size: int | None) -> None:
     expected = reference(data)
     assert fast(data, size) == expected
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@profile(10, 80)
 @given(data=mutated())
 def test_a_cold_build_refuses_and_accepts_as_the_rules_in_order_do(data: bytes) -> None:
     expected = reference(data)

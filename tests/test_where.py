@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from docket_git.context import where
@@ -178,7 +178,7 @@ def test_the_fast_writer_matches_on_records(record: dict) -> None:
     assert pretty.encode([record]) == json.dumps([record], indent=2, ensure_ascii=False)
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
+@profile(8, 80, checks=tuple(HealthCheck))
 @given(records=ledgers(), superseded=st.booleans())
 def test_list_json_from_the_index_equals_a_fresh_projection(records: list[dict], superseded: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:

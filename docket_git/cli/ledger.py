@@ -64,10 +64,9 @@ def list_() -> None:
 
     root = _root()
     for name, decl in sorted(declare.load(root).items()):
-        path = api.ledger_file(root, name)
         schema = " (schema)" if decl.schema is not None else ""
         key = f" key={decl.key}" if decl.key else ""
-        typer.echo(f"{name}\t{decl.type or 'untyped'}{key}{schema}\t{path.relative_to(root)}")
+        typer.echo(f"{name}\t{decl.type or 'untyped'}{key}{schema}\t{api.where(root, decl)}")
 
 
 # append and query are declared once in cli/ledger_fast.py and also run without Typer (entry.py).
@@ -196,10 +195,14 @@ def check(
 
     root, ledger = _resolve(name)
     found = api.diagnostics(root, ledger)
-    rel = api.ledger_file(root, ledger.name).relative_to(root)
+    rel = api.where(root, ledger)
     if not found:
-        typer.echo(f"docket: {rel} replays cleanly")
-        return
+        why = api.strict_failure(root, ledger) if strict or ledger.strict else None
+        if why is None:
+            typer.echo(f"docket: {rel} replays cleanly")
+            return
+        typer.echo(f"docket: {rel} fails under --strict, where gh-aw's projection fails: {why}")  # older records
+        raise typer.Exit(1)
     if strict or ledger.strict:
         typer.echo(
             f"docket: {rel} fails under --strict, where gh-aw's projection fails: {api.strict_failure(root, ledger)}"
@@ -207,8 +210,9 @@ def check(
         typer.echo(f"docket: {rel} has {len(found)} diagnostic(s):")
     else:
         typer.echo(f"docket: {rel} has {len(found)} diagnostic(s); the rest replays")
+    name_line = api.line_name(root, ledger)
     for code, line, rid, detail in found:
-        where = f"line {line}" if line else "ledger"
+        where = name_line(line) if line else "ledger"
         typer.echo(f"  {where}{f' ({rid})' if rid else ''}: {code}: {detail}")
     raise typer.Exit(1)
 
@@ -220,7 +224,9 @@ def verify(
 ) -> None:
     """Check every note's citations against the working tree: unchanged, moved, changed or missing.
 
-    Exits 1 when a citation moved, changed or is missing (so CI can gate on it), 0 when every one holds.
+    A note without pins (one gh-aw wrote) is checked against its cited lines only: missing, or unpinned
+    ("not pinned"). Exits 1 when a citation moved, changed or is missing (so CI can gate on it), 0 when
+    every one holds.
     """
     from docket_git.typed import api, cite
 

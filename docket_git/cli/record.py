@@ -18,6 +18,7 @@ from pathlib import Path
 from docket_git.cli.spec import Arg, Command, Opt
 from docket_git.errors import UsageError, warn
 from docket_git.ledger import canonical, index, project, recording, store
+from docket_git.ledger.append import append
 
 TYPE_CHECKING = False  # typing costs every light command ~3 ms at start
 if TYPE_CHECKING:
@@ -169,7 +170,7 @@ def execute(kind: str, text: str, opts: dict[str, Any]) -> None:
     if unknown:
         warn('could not detect an author; recording "unknown". Set DOCKET_AUTHOR to identify this harness.')
     draft = recording.draft(kind, text, fields, recording.provenance(path, author))
-    records = index.append(path, [draft], dry_run=opts["dry_run"])
+    records = append(path, [draft], dry_run=opts["dry_run"])
     report(records, as_json=opts["as_json"], dry_run=opts["dry_run"])
     explain_effects(path, records, dry_run=opts["dry_run"])
 
@@ -197,7 +198,7 @@ def append_batch(data: bytes, *, dry_run: bool, as_json: bool) -> None:
     scopes = [scope for d in drafts for scope in d.get("scope") or ()]
     for hint in path_like_components(list(dict.fromkeys(scopes)), path.parent.parent, batch=True):
         warn(hint)
-    records = index.append(path, drafts, dry_run=dry_run)
+    records = append(path, drafts, dry_run=dry_run)
     report(records, as_json=as_json, dry_run=dry_run, jsonl=True)
     explain_effects(path, records, dry_run=dry_run)
 

@@ -89,7 +89,8 @@ def run_write(values: dict[str, Any]) -> None:
 
 def claim(session: Path, text: str, line: str, *, dry_run: bool) -> Path:
     """Record (or, dry_run, check that docket can record) the claim that summarises a written step."""
-    from docket_git.ledger import index, recording, store
+    from docket_git.ledger import recording, store
+    from docket_git.ledger.append import append
 
     ledger = store.locate(Path.cwd())
     root = ledger.parent.parent
@@ -98,7 +99,7 @@ def claim(session: Path, text: str, line: str, *, dry_run: bool) -> Path:
     if line:
         fields["evidence"] = [{"ref": f"{scope}:{line}"}]
     draft = recording.draft("claim", text, fields, recording.provenance(ledger))
-    records = index.append(ledger, [draft], dry_run=dry_run)
+    records = append(ledger, [draft], dry_run=dry_run)
     if not dry_run:
         print(f"{records[0]['id']}  {records[0]['state']}  {records[0]['text']}", flush=True)
     return ledger

@@ -16,7 +16,7 @@ from pathlib import Path
 from docket_git.context import config, delta, scope
 from docket_git.context.outline import Lines, Outline
 from docket_git.context.render import Meta
-from docket_git.context.select import Request, check_max_chars, select, select_outline
+from docket_git.context.select import Request, check_max_chars, select_outline
 from docket_git.errors import withdraw
 from docket_git.ledger import canonical, index, model, store
 from docket_git.plain import Plain
@@ -59,7 +59,7 @@ def compose(snapshot: store.Snapshot, settings: config.Settings, request: Reques
     """The full briefing for a read snapshot ("" when empty); no I/O. ``request.files`` is final."""
     if not snapshot.records:
         return ""
-    return select(snapshot.records, settings, request, meta_for(snapshot, identity, settings))
+    return select_outline(Outline(snapshot.records), settings, request, meta_for(snapshot, identity, settings))
 
 
 def compose_delta(
@@ -143,53 +143,40 @@ def build_briefing(
     settings = config.for_ledger(path)
     if max_chars is not None:
         check_max_chars(max_chars, settings)
-    home = path if root is None else root / store.LEDGER_DIR / store.LEDGER_NAME
-    if defer_index and since is None and index.first_use(path):
-        with store.gc_paused():
-            try:
-                snapshot = store.read(path)
-            except store.LedgerError:
-                snapshot = None  # unreadable: the indexed read below says why, or reads a stand-in
-    else:
-        snapshot = None
-    if snapshot is not None:
-        with store.gc_paused():
-            index.build_later(path)
+    identity = identity_of(path if root is None else root / store.LEDGER_DIR / store.LEDGER_NAME)
+    task = {"query": query, "files": files, "all_records": all_records, "auto_scope": auto_scope, "root": root}
+    # A briefing builds many short-lived, acyclic objects: no cyclic GC while it runs.
+    with store.gc_paused():
+        snapshot = _fresh_clone(path) if defer_index and since is None else None
+        if snapshot is not None:
             if not snapshot.records:
                 return Briefing("")
-            return _full(
-                path,
-                Outline.build(snapshot.records),
-                snapshot.revision(),
-                settings,
-                identity_of(home),
-                [],
-                query=query,
-                files=files,
-                max_chars=max_chars,
-                all_records=all_records,
-                auto_scope=auto_scope,
-                root=root,
-            )
-    # A briefing builds many short-lived, acyclic objects: no cyclic GC while it runs.
-    with store.gc_paused(), index.opened(path) as ix:
-        # A stand-in for a ledger committed broken (ledger.broken): the briefing says so in its first line.
-        head = f"# {ix.note}\n" if ix.note else ""
-        withdraw(ix.note)
-        briefing = _brief(
-            ix,
-            settings,
-            identity_of(home),
-            query=query,
-            files=files,
-            max_chars=max_chars - len(head) if max_chars is not None else None,
-            all_records=all_records,
-            auto_scope=auto_scope,
-            since=since,
-            root=root,
-        )
-        briefing.text = head + briefing.text
-        return briefing
+            outline = Outline(snapshot.records)
+            return _full(path, outline, snapshot.revision(), settings, identity, [], max_chars=max_chars, **task)
+        with index.opened(path) as ix:
+            # A stand-in for a ledger committed broken (ledger.broken): the briefing says so in its first line.
+            head = f"# {ix.note}\n" if ix.note else ""
+            withdraw(ix.note)
+            budget = max_chars - len(head) if max_chars is not None else None
+            briefing = _brief(ix, settings, identity, since=since, max_chars=budget, **task)
+            briefing.text = head + briefing.text
+            return briefing
+
+
+def _fresh_clone(path: Path) -> store.Snapshot | None:
+    """A ledger with no index yet read in memory, its index built once this process has answered (d108).
+
+    None: the ledger has an index (or is too large to read in memory, or cannot be read: the indexed
+    read says why, or reads a stand-in).
+    """
+    if not index.first_use(path):
+        return None
+    try:
+        snapshot = store.read(path)
+    except store.LedgerError:
+        return None
+    index.build_later(path)
+    return snapshot
 
 
 def _brief(
@@ -197,14 +184,11 @@ def _brief(
     settings: config.Settings,
     identity: str,
     *,
-    query: str,
-    files: Sequence[str],
-    max_chars: int | None,
-    all_records: bool,
-    auto_scope: bool | None,
     since: str | None,
-    root: Path | None = None,
+    max_chars: int | None,
+    **task: object,
 ) -> Briefing:
+    """The briefing from a proven index: the ``--since`` delta when it can be had, else ``_full`` with ``task``."""
     path = ix.ledger
     notes: list[str] = []
     ledger_outline = Outline.from_index(ix)
@@ -228,20 +212,7 @@ def _brief(
     if not ledger_outline.ids:
         return Briefing("")
     revision, _ = index.revision(ix)
-    return _full(
-        path,
-        ledger_outline,
-        revision,
-        settings,
-        identity,
-        notes,
-        query=query,
-        files=files,
-        max_chars=max_chars,
-        all_records=all_records,
-        auto_scope=auto_scope,
-        root=root,
-    )
+    return _full(path, ledger_outline, revision, settings, identity, notes, max_chars=max_chars, **task)
 
 
 def _full(
@@ -310,7 +281,7 @@ def outline_of(path: Path, *, defer_index: bool = False) -> Iterator[Outline]:
     if defer_index and index.first_use(path):
         records = store.read(path).records
         index.build_later(path)
-        yield Outline.build(records)
+        yield Outline(records)
         return
     with index.opened(path) as ix:
         yield Outline.from_index(ix)

@@ -3,13 +3,15 @@
 Record order, projection (retired, blocked, resolved), in-degrees, the
 reverse relation index, pinned records and which current records carry each
 scope string; and, for scoring, the task-free ranking order, the records a
-task's scopes hold, and coverage's prerequisite closure. Two constructors
-give the same outline: ``Outline.build`` computes it from parsed records (the
-reference, and what tests compare against); ``Outline.from_index`` gives an
-``IndexedOutline`` that reads the ledger index (``ledger.index``) on demand,
-so a session hook on a 100k-record ledger touches only the records selection
-reaches: their facts, relations and lines are looked up when asked for, and
-the ranking is merged from index strata as far as the layout reads it.
+task's scopes hold, and coverage's prerequisite closure. Every briefing of
+an indexed ledger reads ``Outline.from_index``: an ``IndexedOutline`` that
+asks the ledger index (``ledger.index``) on demand, so a session hook on a
+100k-record ledger touches only the records selection reaches (their facts,
+relations and lines are looked up when asked for, and the ranking is merged
+from index strata as far as the layout reads it). ``Outline(records)``
+computes the same outline in memory: the reference tests compare the index's
+with, and a fresh clone's first briefing before its index exists (building
+an index from records costs 2-7 times as much).
 """
 
 from __future__ import annotations
@@ -24,64 +26,14 @@ from collections.abc import Set as AbstractSet
 from docket_git.ledger import index as ledger_index
 from docket_git.ledger.project import Derived, derive
 
-#: The fields of a record that projection, scoring and selection read (besides its prose).
-ROW_FIELDS = ("id", "kind", "state", "scope", "supports", "depends_on", "answers", "supersedes", "pinned")
-_ALWAYS = frozenset(("id", "kind", "state"))
 
+def base_score(weights: Mapping[str, int], span: int, position: int, degree: int, pinned: object) -> int:
+    """The task-free part of a current record's score: recency, degree (capped) and pin.
 
-def row(record: dict) -> dict:
-    """A record's structural fields, empty ones left out (what the cache keeps per record)."""
-    return {k: record[k] for k in ROW_FIELDS if k in _ALWAYS or record.get(k)}
-
-
-def cited(record: dict, views: bool) -> list[str]:
-    """The IDs a record cites in supports, depends_on and answers (and, for a view, resolved_by)."""
-    supports = record.get("supports")
-    refs: list[str] = [ref for group in supports for ref in group] if supports else []
-    depends = record.get("depends_on")
-    if depends:
-        refs.extend(depends)
-    answers = record.get("answers")
-    if answers:
-        refs.extend(answers)
-    if views:
-        resolved = record.get("resolved_by")
-        if resolved:
-            refs.extend(resolved)
-    return refs
-
-
-def references(
-    records: list[dict], current: set[str] | None, resolved_by: dict[str, list[str]] | None = None
-) -> tuple[dict[str, int], dict[str, list[str]]]:
-    """In-degrees (from every record), and record ID -> current records that cite it, in one scan.
-
-    ``resolved_by`` (question -> resolving records) stands in for the field of
-    projected views when raw records are given; a resolved question then
-    counts as citing each record that resolves it.
+    ``span``: the last position (at least 1). The index's queries compute the same (``ledger.index.reads``).
     """
-    counts: dict[str, int] = {}
-    incoming: dict[str, list[str]] = {}
-    get = counts.get
-    views = resolved_by is None
-    for record in records:
-        refs = cited(record, views)
-        if not refs:
-            continue
-        for ref in refs:
-            counts[ref] = get(ref, 0) + 1
-        src = record["id"]
-        if current is None or src in current:
-            for ref in dict.fromkeys(refs):
-                incoming.setdefault(ref, []).append(src)
-    if resolved_by:
-        for question, answering in resolved_by.items():
-            cites = current is None or question in current
-            for ref in answering:
-                counts[ref] = get(ref, 0) + 1
-                if cites:
-                    incoming.setdefault(ref, []).append(question)
-    return counts, incoming
+    recency = weights["recency"] * position // span
+    return recency + weights["degree"] * min(degree, weights["degree_cap"]) + (weights["pinned"] if pinned else 0)
 
 
 class Ranking(Sequence[str]):
@@ -234,83 +186,70 @@ class _Scopes(Mapping[str, list[str]]):
 class Outline:
     """What a briefing needs of a ledger before it knows the task; records in file order.
 
-    A plain class (no dataclass): ``build`` fills every map from the records;
+    ``Outline(records)`` computes every map from validated records (raw, or
+    projected views): the reference the index-backed outline is tested
+    against, and a fresh clone's first briefing before its index exists;
     ``from_index`` gives an ``IndexedOutline`` whose maps read the index on demand.
     """
 
-    def __init__(
-        self,
-        ids: Sequence[str],
-        derived: Derived,
-        degrees: Mapping[str, int],
-        incoming: Mapping[str, list[str]],
-        pinned: set[str],
-        scopes: Mapping[str, list[str]],
-        depends: Mapping[str, list[str]],
-        records: Mapping[str, dict] | None = None,
-    ) -> None:
-        self.ids = ids
-        self.derived = derived
-        #: Record ID -> references to it (supports, depends_on, answers, resolved_by) from any record.
-        self.degrees = degrees
-        #: Record ID -> current records citing it, in file order: the reverse index expansion walks.
-        self.incoming = incoming
-        #: Current pinned records.
-        self.pinned = pinned
-        #: Scope string as recorded -> the current records carrying it, in file order.
-        self.scopes = scopes
-        #: Decision -> its depends_on, for decisions that have one (coverage walks these).
-        self.depends = depends
+    def __init__(self, records: list[dict]) -> None:
+        self.ids: Sequence[str] = [r["id"] for r in records]
+        self.derived = derive(records)
         #: Record ID -> the full record (a dict, or lazily parsed ledger lines).
-        self.records: Mapping[str, dict] = {} if records is None else records
-        self.pos: Mapping[str, int] = {rid: i for i, rid in enumerate(ids)}
-        retired = derived.retired_by
-        self.current: AbstractSet[str] = self.pos.keys() - retired.keys()
+        self.records: Mapping[str, dict] = {r["id"]: r for r in records}
+        self.pos: Mapping[str, int] = {rid: i for i, rid in enumerate(self.ids)}
+        retired = self.derived.retired_by
+        current = self.current = self.pos.keys() - retired.keys()
         #: Current records in file order.
-        self.live: Sequence[str] = [rid for rid in ids if rid not in retired] if retired else list(ids)
+        self.live: Sequence[str] = [rid for rid in self.ids if rid not in retired] if retired else list(self.ids)
+        #: Record ID -> references to it (supports, depends_on, answers, resolved_by) from any record.
+        degrees: dict[str, int] = {}
+        #: Record ID -> current records citing it, in file order: the reverse index expansion walks.
+        incoming: dict[str, list[str]] = {}
+        self.degrees: Mapping[str, int] = degrees
+        self.incoming: Mapping[str, list[str]] = incoming
+        for record in records:
+            refs = [ref for group in record.get("supports") or () for ref in group]
+            refs.extend(record.get("depends_on") or ())
+            refs.extend(record.get("answers") or ())
+            for ref in refs:
+                degrees[ref] = degrees.get(ref, 0) + 1
+            if refs and record["id"] in current:
+                for ref in dict.fromkeys(refs):
+                    incoming.setdefault(ref, []).append(record["id"])
+        for question, answering in self.derived.resolved_by.items():  # a question cites what resolves it
+            for ref in answering:
+                degrees[ref] = degrees.get(ref, 0) + 1
+                if question in current:
+                    incoming.setdefault(ref, []).append(question)
+        for holders in incoming.values():
+            if len(holders) > 1:  # resolving questions were added after the citing records
+                holders.sort(key=self.pos.__getitem__)
+        #: Current pinned records.
+        self.pinned: AbstractSet[str] = set()
+        #: Scope string as recorded -> the current records carrying it, in file order.
+        self.scopes: Mapping[str, list[str]] = {}
+        #: Decision -> its depends_on, for decisions that have one (coverage walks these).
+        self.depends: Mapping[str, list[str]] = {}
+        pinned, scopes, depends = self.pinned, self.scopes, self.depends
+        for record in records:
+            rid = record["id"]
+            if record.get("depends_on"):
+                depends[rid] = record["depends_on"]  # type: ignore[index]
+            if rid not in current:
+                continue
+            if record.get("pinned"):
+                pinned.add(rid)  # type: ignore[attr-defined]
+            for value in record.get("scope") or ():
+                holders = scopes.get(value)
+                if holders is None:
+                    scopes[value] = [rid]  # type: ignore[index]
+                elif holders[-1] != rid:
+                    holders.append(rid)
         self._hits: dict[tuple, list[HitRow]] = {}
 
-    @classmethod
-    def build(cls, records: list[dict]) -> Outline:
-        """The outline of validated records (raw, or projected views) in file order."""
-        outline = cls(
-            ids=[r["id"] for r in records],
-            derived=derive(records),
-            degrees={},
-            incoming={},
-            pinned=set(),
-            scopes={},
-            depends={},
-            records={r["id"]: r for r in records},
-        )
-        current, pos = outline.current, outline.pos
-        outline.degrees, outline.incoming = references(records, current, outline.derived.resolved_by)
-        for holders in outline.incoming.values():
-            if len(holders) > 1:  # resolving questions were added after the citing records
-                holders.sort(key=pos.__getitem__)
-        for record in records:
-            outline._index(record, current)
-        return outline
-
-    def _index(self, record: dict, current: AbstractSet[str]) -> None:
-        rid = record["id"]
-        depends = record.get("depends_on")
-        if depends:
-            self.depends[rid] = depends  # type: ignore[index]
-        if rid not in current:
-            return
-        if record.get("pinned"):
-            self.pinned.add(rid)
-        scopes = self.scopes
-        for value in record.get("scope") or ():
-            holders = scopes.get(value)
-            if holders is None:
-                scopes[value] = [rid]  # type: ignore[index]
-            elif holders[-1] != rid:
-                holders.append(rid)
-
-    @classmethod
-    def from_index(cls, ix: ledger_index.Index) -> Outline:
+    @staticmethod
+    def from_index(ix: ledger_index.Index) -> Outline:
         """The outline of the ledger an index was just proven current for, read from its tables on demand."""
         return IndexedOutline(ix)
 
@@ -323,29 +262,13 @@ class Outline:
         """How many records a later record supersedes."""
         return len(self.ids) - len(self.current)
 
-    def base_order(
-        self, weights: Mapping[str, int], span: int, without: AbstractSet[str] | None = None
-    ) -> Iterator[tuple[int, str]]:
-        """(key, ID) of every current record (but those in ``without``), key descending: ``key = base << 40 | position``.
-
-        ``base`` is the task-free part of the score: recency, degree, pin.
-        """
-        w_recency, w_degree, cap, w_pinned = (
-            weights["recency"],
-            weights["degree"],
-            weights["degree_cap"],
-            weights["pinned"],
-        )
+    def base_order(self, weights: Mapping[str, int], span: int) -> Iterator[tuple[int, str]]:
+        """(key, ID) of every current record, key descending: ``key = base_score << 40 | position``."""
         pos, degrees, pinned = self.pos, self.degrees, self.pinned
         keys = []
         for rid in self.live:
-            if without is not None and rid in without:
-                continue
             i = pos[rid]
-            base = w_recency * i // span + w_degree * min(degrees.get(rid, 0), cap)
-            if rid in pinned:
-                base += w_pinned
-            keys.append(((base << 40) | i, rid))
+            keys.append(((base_score(weights, span, i, degrees.get(rid, 0), rid in pinned) << 40) | i, rid))
         keys.sort(reverse=True)
         return iter(keys)
 
@@ -371,7 +294,7 @@ class Outline:
     ) -> TaskHits | None:
         """A query's hits with the task's scope hits (``rows``), matched and ranked in the index; None: rank in Python.
 
-        Only an ``IndexedOutline`` of more than EAGER records gives them (see ``TaskHits``);
+        Only an ``IndexedOutline`` gives them (see ``TaskHits``);
         ``score.Scoring`` ranks everything else itself, and is the reference this must equal.
         ``cap``: query points count up to this many toward the text weight.
         """
@@ -406,18 +329,10 @@ class Outline:
                 if best.get(rid, 0) < value:
                     best[rid] = value
         pos, degrees, pinned = self.pos, self.degrees, self.pinned
-        w_recency, w_degree, cap, w_pinned = (
-            weights["recency"],
-            weights["degree"],
-            weights["degree_cap"],
-            weights["pinned"],
-        )
         rows = []
         for rid, value in best.items():
             i = pos[rid]
-            total = w_recency * i // span + w_degree * min(degrees.get(rid, 0), cap) + value
-            if rid in pinned:
-                total += w_pinned
+            total = base_score(weights, span, i, degrees.get(rid, 0), rid in pinned) + value
             rows.append((rid, i, value, renamed.get(rid) == value, (total << 40) | i))
         rows.sort(key=lambda row: row[4], reverse=True)
         return rows
@@ -457,31 +372,20 @@ class _Facts:
 
 
 class _IdList(Sequence[str]):
-    """The IDs of the index's records in file order, each read when asked for."""
+    """The IDs of the index's records in file order, each read when asked for (all of them when iterated)."""
 
-    def __init__(self, conn: sqlite3.Connection, current: bool = False, count: int | None = None) -> None:
+    def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
-        self._where = current  # only the current records
-        self._all: list[str] | None = None
-        if count is None:
-            count = ledger_index.record_count(conn)
-        self._len = count
-
-    def _list(self) -> list[str]:
-        if self._all is None:
-            self._all = ledger_index.ids_in_order(self.conn, current=self._where)
-        return self._all
+        self._len = ledger_index.record_count(conn)
 
     def __len__(self) -> int:
         return self._len
 
     def __getitem__(self, i):  # type: ignore[no-untyped-def,override]
-        if self._where or self._all is not None:
-            return self._list()[i]
         if isinstance(i, slice):
             start, stop, step = i.indices(self._len)
             if step != 1:
-                return self._list()[i]
+                return list(self)[i]
             return ledger_index.ids_between(self.conn, start, stop)
         n = i + self._len if i < 0 else i
         if not 0 <= n < self._len:
@@ -489,33 +393,26 @@ class _IdList(Sequence[str]):
         return ledger_index.id_at(self.conn, n)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._list())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, _IdList | list | tuple):
-            return len(self) == len(other) and list(self) == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
+        return iter(ledger_index.ids_in_order(self.conn))
 
 
 class _Column(Mapping[str, object]):
-    """One column of the facts as a map: ``field`` of each record that ``keep`` accepts."""
+    """One column of the facts as a map: ``field`` of each record, of those where it is set unless ``every``."""
 
     def __init__(
-        self, facts: _Facts, field: int, keep: Callable[[tuple], bool], scan: Callable[[sqlite3.Connection], list]
+        self, facts: _Facts, field: int, scan: Callable[[sqlite3.Connection], list], every: bool = False
     ) -> None:
-        self._facts, self._field, self._keep, self._scan = facts, field, keep, scan
+        self._facts, self._field, self._scan, self._every = facts, field, scan, every
 
     def __getitem__(self, rid: str) -> object:
         row = self._facts(rid)
-        if row is None or not self._keep(row):
+        if row is None or not (self._every or row[self._field]):
             raise KeyError(rid)
         return row[self._field]
 
     def __contains__(self, rid: object) -> bool:
         row = self._facts(rid)
-        return row is not None and self._keep(row)
+        return row is not None and (self._every or bool(row[self._field]))
 
     def _items(self) -> list[tuple[str, object]]:
         return self._scan(self._facts.conn)
@@ -550,10 +447,6 @@ class _Current(AbstractSet[str]):
         return ledger_index.current_ids(self._facts.conn)
 
 
-#: Up to this many records an indexed outline reads every record's facts at once.
-EAGER = 4096
-
-
 class IndexedOutline(Outline):
     """An outline read from a ledger index: per-record facts on demand, the ranking from the index.
 
@@ -568,71 +461,38 @@ class IndexedOutline(Outline):
         self.ix = ix
         facts = self._facts = _Facts(conn)
         self.ids = _IdList(conn)
-        #: A small ledger's facts are read in one query: cheaper than looking each one up.
-        self._eager = len(self.ids) <= EAGER
-        if self._eager:
-            for rid, *row in ledger_index.every_fact(conn):
-                facts.rows[rid] = tuple(row)  # type: ignore[assignment]
         n_retired = ledger_index.retired_count(conn)
-        self.pos = _Column(facts, 0, _any, ledger_index.positions)  # type: ignore[assignment]
+        self.pos = _Column(facts, 0, ledger_index.positions, every=True)  # type: ignore[assignment]
         self.current = _Current(facts, len(self.ids) - n_retired)
-        retired_by = _Column(facts, 1, _retired, ledger_index.retirements)
+        retired_by = _Column(facts, 1, ledger_index.retirements)
         blocked, resolved_by = ledger_index.blocked_of(conn), ledger_index.resolvers_of(conn)
         self.derived = Derived(retired_by, _Lazy(blocked), _Lazy(resolved_by))  # type: ignore[arg-type]
-        self.degrees = _Column(facts, 2, _referenced, ledger_index.degrees)  # type: ignore[assignment]
+        self.degrees = _Column(facts, 2, ledger_index.degrees)  # type: ignore[assignment]
         self.incoming = _Lazy(ledger_index.incoming_of(conn))
         self.pinned = ledger_index.current_pinned(conn)
         self.scopes = _Scopes(conn, facts)
         self.depends = _Lazy(ledger_index.depends_of(conn))
         self.records = Lines(ix, self.pos)  # type: ignore[arg-type]
-        self._live: _IdList | None = None
+        self._live: list[str] | None = None
         self._hits: dict[tuple, list[HitRow]] = {}
 
     @property  # type: ignore[override]
     def live(self) -> Sequence[str]:  # type: ignore[override]
         """Current records in file order (read in one query, when a query scores every record)."""
         if self._live is None:
-            self._live = _IdList(self._facts.conn, True, len(self.current))
+            self._live = ledger_index.ids_in_order(self._facts.conn, current=True)
         return self._live
 
     def base_order(
-        self, weights: Mapping[str, int], span: int, without: AbstractSet[str] | None = None
+        self, weights: Mapping[str, int], span: int, without: TaskHits | None = None
     ) -> Iterator[tuple[int, str]]:
-        conn, rows = self._facts.conn, self._facts.rows
-        if not self._eager and without is not None and not isinstance(without, TaskHits):
-            return super().base_order(weights, span, without)
-        if self._eager:  # every fact is at hand: sort them, as a build does
-            w_recency, w_degree, cap, w_pinned = (
-                weights["recency"],
-                weights["degree"],
-                weights["degree_cap"],
-                weights["pinned"],
-            )
-            keys = [
-                (
-                    ((w_recency * row[0] // span + w_degree * min(row[2], cap) + (w_pinned if row[3] else 0)) << 40)
-                    | row[0],
-                    rid,
-                )
-                for rid, row in rows.items()
-                if row is not None  # None: an ID asked for that the ledger lacks
-                and not row[1]
-                and (without is None or rid not in without)
-            ]
-            keys.sort(reverse=True)
-            return iter(keys)
-        w_recency, w_degree, cap, w_pinned = (
-            weights["recency"],
-            weights["degree"],
-            weights["degree_cap"],
-            weights["pinned"],
-        )
-
+        """As ``Outline.base_order``, merged from the ranking index's strata; ``without``: a query's hits."""
+        conn, rows, w_recency = self._facts.conn, self._facts.rows, weights["recency"]
         # Without a query's hits: the stratum skips them in SQL (their rows in its temporary table).
-        read = ledger_index.stratum_query(None if without is None else without.table)  # type: ignore[attr-defined]
+        read = ledger_index.stratum_query(None if without is None else without.table)
 
         def stratum(pinned: int, degree: int) -> Iterator[tuple[int, str]]:
-            add = w_degree * min(degree, cap) + (w_pinned if pinned else 0)
+            add = base_score(weights, span, 0, degree, pinned)  # all but recency, the same for the stratum
             for seq, rid in read(conn, pinned, degree):
                 if rid not in rows:
                     rows[rid] = (seq, "", degree, pinned)
@@ -645,8 +505,6 @@ class IndexedOutline(Outline):
     def task_hits(
         self, rows: list[HitRow], query: str, weights: Mapping[str, int], span: int, cap: int
     ) -> TaskHits | None:
-        if self._eager:
-            return None  # a small ledger: its hits are ranked in Python, as a built outline's are
         terms, phrase = ledger_index.query_needles(query)
         if not terms or len(terms) > ledger_index.MAX_TERMS or "\x00" in phrase:
             return None
@@ -672,7 +530,7 @@ class IndexedOutline(Outline):
 
     def text_points(self, query: str) -> dict[str, int] | None:
         points = ledger_index.text_points(self.ix.conn, query)
-        if points and not self._eager:
+        if points:
             self._facts.prefetch(points)  # each hit is ranked by its facts: one query, not one per hit
         return points
 
@@ -813,15 +671,3 @@ class _Targets(AbstractSet[str]):
     def __iter__(self) -> Iterator[str]:
         yield from self._hits
         yield from ledger_index.ids_at(self._hits._conn, sorted(self._extra))
-
-
-def _any(row: tuple) -> bool:
-    return True
-
-
-def _retired(row: tuple) -> bool:
-    return bool(row[1])
-
-
-def _referenced(row: tuple) -> bool:
-    return row[2] != 0

@@ -10,11 +10,11 @@ from __future__ import annotations
 import heapq
 import itertools
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
 from docket_git.context import scope as scoping
-from docket_git.context.outline import Outline, Ranking, TaskHits, references
+from docket_git.context.outline import Outline, Ranking, TaskHits, base_score
 from docket_git.ledger.model import searchable
 from docket_git.plain import Plain
 
@@ -123,14 +123,6 @@ def _points(ids: list[str], hays: list[str], query: str) -> dict[str, int]:
     return {ids[i]: p for i, p in enumerate(points) if p > 0}
 
 
-def in_degrees(records: Iterable[dict], resolved_by: dict[str, list[str]] | None = None) -> dict[str, int]:
-    """Record ID -> references to it from any record's supports, depends_on, answers, resolved_by.
-
-    Pass projected views, or raw records with projection's ``resolved_by`` map.
-    """
-    return references(list(records), None, resolved_by)[0]
-
-
 class Scoring:
     """Scores of the current records of an outline: totals and parts on demand, the ranking lazily."""
 
@@ -165,13 +157,17 @@ class Scoring:
         self.hits: AbstractSet[str]
         #: Task hit -> its query points (uncapped; only hits with some), and its scope and text parts
         #: (what the task adds to the task-free score).
-        self.points: Mapping[str, int]
-        self.boost: Mapping[str, int]
+        self.points: Mapping[str, int] | _RowPart
+        self.boost: Mapping[str, int] | _RowPart
         #: Ranking keys of the scope hits (from their rows), and the hits best first when known.
         self._keys: dict[str, int] = {}
         self._ranked_hits: Sequence[str] | None = None
+        w_text = weights["text"]
         if self.task is not None:
-            self.hits, self.points, self.boost = self.task, _Points(self.task), _Boosts(self.task, weights["text"])
+            self.hits, self.points = self.task, _RowPart(self.task, lambda row: row[0])
+            self.boost = _RowPart(
+                self.task, lambda row: row[1] + w_text * min(row[0], TEXT_POINTS_CAP) // TEXT_POINTS_CAP
+            )
             self._ranked_hits = self.task.ranked()
             self._keys = self.task.keys  # filled as the ranking is read, with the keys SQL sorted by
         else:
@@ -182,7 +178,6 @@ class Scoring:
                 self.points = {}
             self.hits = set(self.scope) | set(self.points)
             boost = dict(self.scope)
-            w_text = weights["text"]
             for rid, p in self.points.items():
                 boost[rid] = boost.get(rid, 0) + w_text * min(p, TEXT_POINTS_CAP) // TEXT_POINTS_CAP
             self.boost = boost
@@ -195,13 +190,8 @@ class Scoring:
 
     def total(self, rid: str) -> int:
         """A current record's total score."""
-        w = self.weights
-        total = w["recency"] * self.position[rid] // self.span + w["degree"] * min(
-            self.degrees.get(rid, 0), w["degree_cap"]
-        )
-        if rid in self.pinned:
-            total += w["pinned"]
-        return total + self.boost.get(rid, 0)
+        base = base_score(self.weights, self.span, self.position[rid], self.degrees.get(rid, 0), rid in self.pinned)
+        return base + self.boost.get(rid, 0)
 
     def key(self, rid: str) -> int:
         """The ranking key of a current record: higher score first, then newer first."""
@@ -256,42 +246,20 @@ class Scoring:
         return self[rid] if rid in self.totals else None
 
 
-class _Points(Mapping[str, int]):
-    """Task hit -> its query points, for the hits that have some (a ``TaskHits`` row, read when asked for)."""
+class _RowPart:
+    """Task hit -> one part of its ``TaskHits`` row, read when asked for (0 for any other record).
 
-    def __init__(self, task: TaskHits) -> None:
-        self._task = task
+    Only ``get`` is offered: scoring reads these parts one record at a time and never lists them.
+    """
 
-    def __getitem__(self, rid: str) -> int:
+    __slots__ = ("_part", "_task")
+
+    def __init__(self, task: TaskHits, part: Callable[[tuple[int, int, int]], int]) -> None:
+        self._task, self._part = task, part
+
+    def get(self, rid: str, default: int = 0) -> int:
         row = self._task.row(rid)
-        if row is None or not row[0]:
-            raise KeyError(rid)
-        return row[0]
-
-    def __iter__(self) -> Iterator[str]:
-        return (rid for rid in self._task if rid in self)
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
-
-
-class _Boosts(Mapping[str, int]):
-    """Task hit -> its scope and text parts (a ``TaskHits`` row, read when asked for)."""
-
-    def __init__(self, task: TaskHits, w_text: int) -> None:
-        self._task, self._w_text = task, w_text
-
-    def __getitem__(self, rid: str) -> int:
-        row = self._task.row(rid)
-        if row is None:
-            raise KeyError(rid)
-        return row[1] + self._w_text * min(row[0], TEXT_POINTS_CAP) // TEXT_POINTS_CAP
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._task)
-
-    def __len__(self) -> int:
-        return len(self._task)
+        return default if row is None else self._part(row) or default
 
 
 class _Totals(Mapping[str, int]):
@@ -322,19 +290,3 @@ class _Totals(Mapping[str, int]):
 
     def __len__(self) -> int:
         return len(self._current)
-
-
-def score_records(
-    history: list[dict],
-    current_ids: Iterable[str],
-    weights: dict[str, int],
-    *,
-    files: list[str] | None = None,
-    query: str = "",
-) -> dict[str, Score]:
-    """Scores for the current records of a projected history (file order, retired included)."""
-    outline = Outline.build(history)
-    if set(current_ids) != outline.current:
-        raise ValueError("current_ids must be the records no later record supersedes")
-    scoring = Scoring(outline, weights, files=files, query=query)
-    return {rid: scoring[rid] for rid in outline.live}

@@ -29,7 +29,7 @@ from collections.abc import Set as AbstractSet
 
 from docket_git.context import render
 from docket_git.context.config import Settings
-from docket_git.context.outline import Outline
+from docket_git.context.outline import Outline, Ranking
 from docket_git.context.render import Entry, Meta, Tally
 from docket_git.context.score import Scoring
 from docket_git.ledger import model
@@ -671,43 +671,23 @@ class _Selector:
         return text if text and len(text) <= hard else None
 
 
-class _Deferred:
+class _Deferred(Ranking):
     """The ranked records not in full text, read from the ranking as far as the layout looks."""
 
-    __slots__ = ("_lens", "_source", "count", "items")
+    __slots__ = ("_lens",)
 
     def __init__(self, order: Sequence[str], admitted: set[str], count: int) -> None:
-        self._source = (rid for rid in order if rid not in admitted)
-        self.items: list[str] = []
+        super().__init__((rid for rid in order if rid not in admitted), count)
         self._lens = [0]
-        self.count = count
-
-    def _fill(self, n: int) -> None:
-        items, lens = self.items, self._lens
-        for rid in self._source if len(items) < n else ():
-            items.append(rid)
-            lens.append(lens[-1] + len(rid))
-            if len(items) >= n:
-                break
-
-    def __len__(self) -> int:
-        return self.count
-
-    def __getitem__(self, part: slice) -> list[str]:
-        self._fill(part.indices(self.count)[1])
-        return self.items[part]
 
     def ids_len(self, n: int) -> int:
         """The total length of the first n deferred IDs."""
-        self._fill(n)
-        return self._lens[n]
-
-
-def select(records: list[dict], settings: Settings, request: Request, meta: Meta) -> str:
-    """The briefing for validated records in file order (retired included); "" when there are none."""
-    if not records:
-        return ""
-    return select_outline(Outline.build(records), settings, request, meta)
+        lens = self._lens
+        if len(lens) <= n:
+            self._fill(n)
+            for rid in self._items[len(lens) - 1 : n]:
+                lens.append(lens[-1] + len(rid))
+        return lens[n]
 
 
 def select_outline(outline: Outline, settings: Settings, request: Request, meta: Meta) -> str:

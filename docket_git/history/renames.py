@@ -14,6 +14,7 @@ Outside a repository, or when git cannot say: no renames.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -57,16 +58,36 @@ def chain(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
     return {old: new for old, new in now.items() if old != new}
 
 
+def _head(work: Path) -> tuple[Path, str] | None:
+    """(the common git dir, HEAD's commit) of the repository at work; None without commits.
+
+    Read from git's files (no git spawned per briefing, issue 32 item 5); git
+    itself is asked only where files may not say (GIT_DIR or GIT_COMMON_DIR
+    set, a ref store other than files, a symbolic ref that is not HEAD).
+    """
+    if not any(os.environ.get(name) for name in ("GIT_DIR", "GIT_COMMON_DIR")):
+        common, head = gitio.common_dir(work), gitio.head_commit(work)
+        if common is not None and head is not None and _COMMIT.fullmatch(head):
+            return common, head
+    out = gitio.run_git(work, "rev-parse", "--git-common-dir", "HEAD")
+    lines = out.decode(errors="surrogateescape").splitlines() if out is not None else []
+    if len(lines) != 2:
+        return None
+    return (work / lines[0]).resolve(), lines[1]  # relative to work, when not absolute
+
+
+_COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
 def _head_renames(work: Path) -> list[tuple[str, str]]:
     """The renames of HEAD's history, oldest first, from the history database when HEAD's were found before."""
     from docket_git.history.cache import HistoryCache, path_for
 
-    out = gitio.run_git(work, "rev-parse", "--git-common-dir", "HEAD")
-    lines = out.decode(errors="surrogateescape").splitlines() if out is not None else []
-    if len(lines) != 2:
+    found = _head(work)
+    if found is None:
         return []
-    common, head = lines
-    cache = HistoryCache(path_for((work / common).resolve()))  # relative to work, when not absolute
+    common, head = found
+    cache = HistoryCache(path_for(common))
     try:
         pairs = cache.renames(head)
         if pairs is None:

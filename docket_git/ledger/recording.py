@@ -126,9 +126,6 @@ def draft(kind: str, text: str, fields: dict, prov: dict) -> dict:
     return model.ordered(record)
 
 
-BATCH_FORBIDDEN = ("id",)
-
-
 def parse_batch(data: bytes, prov: dict) -> list[dict]:
     """Drafts from JSONL batch input; ``@N`` references are resolved on append."""
     drafts: list[dict] = []

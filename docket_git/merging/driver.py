@@ -264,12 +264,24 @@ def _conflict_markers(ours: str, base: str, theirs: str) -> None:
 
 
 def _typed_merger_for(path: str) -> Callable[[bytes, bytes, bytes], tuple[bytes, list[str]]] | None:
-    """The merge for a typed ledger git names by %P (``.docket/ledgers/<name>.jsonl``), or None."""
+    """The merge for a typed ledger git names by %P (``.docket/ledgers/<name>.jsonl``) or its pins file
+    (``<name>.pins.jsonl``), or None."""
     from docket_git.typed import merge as typed
+    from docket_git.typed import pins
 
     if typed.is_typed_ledger(path):
         return _typed_merge
+    if pins.is_pins_file(path):
+        return _pins_merge
     return None
+
+
+def _pins_merge(base: bytes, ours: bytes, theirs: bytes) -> tuple[bytes, list[str]]:
+    """A typed ledger's citation pins (``.docket/ledgers/<name>.pins.jsonl``): the union of lines."""
+    from docket_git.typed import pins
+
+    del base
+    return pins.union(ours, theirs), []
 
 
 def _typed_merge(base: bytes, ours: bytes, theirs: bytes) -> tuple[bytes, list[str]]:

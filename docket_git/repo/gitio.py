@@ -456,6 +456,12 @@ def _git_dirs(start: Path) -> tuple[Path, Path] | None:
     return None
 
 
+def common_dir(start: Path) -> Path | None:
+    """The git dir a repository's worktrees share (``git rev-parse --git-common-dir``), read from files."""
+    dirs = _git_dirs(start)
+    return dirs[1] if dirs is not None else None
+
+
 def head_commit(start: Path) -> str | None:
     """The commit HEAD names, or None (no repository, no commits).
 

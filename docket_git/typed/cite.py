@@ -62,7 +62,7 @@ def pin(root: Path, citation: dict, commit: str | None, where: str) -> dict:
     data = _read(root, citation["path"])
     if data is None:
         raise OpError(f"{where}.path {citation['path']!r} is not a regular file in the working tree")
-    out = {k: v for k, v in citation.items() if k not in ("commit", "content_sha256")}
+    out = {k: v for k, v in citation.items() if k not in ("commit", "content_sha256")}  # fresh pins, never the caller's
     cited = line_range(citation)
     if cited is None:
         digest = hashlib.sha256(data).hexdigest()
@@ -79,14 +79,28 @@ def pin(root: Path, citation: dict, commit: str | None, where: str) -> dict:
 
 
 def verify(root: Path, citation: dict) -> tuple[str, str]:
-    """(status, detail) of a citation now: unchanged, moved, changed, missing or unpinned."""
+    """(status, detail) of a citation now: unchanged, moved, changed, missing or unpinned.
+
+    An unpinned citation (a note gh-aw wrote: its pins file holds nothing for it) is checked against
+    the cited lines only: ``missing`` when the file or the lines are gone, else ``unpinned``.
+    """
     data = _read(root, citation["path"])
     if data is None:
         return "missing", f"{citation['path']} is not in the working tree"
     pinned = citation.get("content_sha256")
-    if not pinned:
-        return "unpinned", "the note carries no content hash; inspect the source by hand"
     cited = line_range(citation)
+    if not pinned:
+        # A note gh-aw wrote (or one whose pins are lost): nothing to compare, but the cited lines must exist.
+        if cited is not None and cited[1] > len(_lines(data)):
+            have = len(_lines(data))
+            return "missing", f"not pinned, and {citation['path']} has {have} lines; line {cited[1]} is gone"
+        if cited is None:
+            where = "the file exists, read it"
+        elif cited[0] == cited[1]:
+            where = f"line {cited[0]} exists, read it"
+        else:
+            where = f"lines {cited[0]}-{cited[1]} exist, read them"
+        return "unpinned", f"not pinned: no content hash was taken when it was written; {where}"
     if cited is None:
         ok = hashlib.sha256(data).hexdigest() == pinned
         return ("unchanged", "") if ok else ("changed", "the file's content differs from when the note was written")

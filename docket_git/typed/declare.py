@@ -40,6 +40,9 @@ NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
 CONFIG = Path(".docket") / "config.toml"
 LEDGERS_DIR = Path(".docket") / "ledgers"
+SOURCES = ("file", "branch")
+#: gh-aw's defaults and bounds for ``max_segment_kb`` (a shard file) and ``max_record_kb`` (one record).
+SEGMENT_KB, RECORD_KB, MAX_SEGMENT_KB, MAX_RECORD_KB = 100, 32, 10240, 32
 
 
 class DeclarationError(LedgerError):
@@ -57,12 +60,19 @@ class Ledger:
     extra: dict = field(default_factory=dict, compare=False)
     #: ``strict = true``: query and check fail where gh-aw's projection fails (``docket ledger query --strict``).
     strict: bool = field(default=False, compare=False)
+    #: Where the records live: ``"file"`` (``.docket/ledgers/<name>.jsonl`` in the work tree) or ``"branch"``
+    #: (gh-aw's shard files on the branch ``ledgers/<name>``, see ``typed.branch``).
+    source: str = "file"
+    #: gh-aw's size limits for a branch ledger, in KiB: a shard file, and one record.
+    max_segment_kb: int = SEGMENT_KB
+    max_record_kb: int = RECORD_KB
 
     def fingerprint(self) -> str:
-        """A digest of everything that changes how the ledger replays."""
-        return canonical.digest(
-            canonical.dumps({"name": self.name, "type": self.type, "schema": self.schema, "key": self.key})
-        )
+        """A digest of everything that changes how the ledger replays (and, for a branch ledger, where from)."""
+        what = {"name": self.name, "type": self.type, "schema": self.schema, "key": self.key}
+        if self.source != "file":  # file ledgers keep the digest they always had: no projection is rebuilt
+            what["source"] = self.source
+        return canonical.digest(canonical.dumps(what))
 
 
 def _check_schema(schema: object, where: str) -> None:
@@ -115,12 +125,22 @@ def parse_one(name: str, table: object, root: Path, where: str) -> Ledger:
         )
     if not isinstance(table, dict):
         raise DeclarationError(f'{here} must be a table, e.g. [ledgers.{name}] type = "log"')
-    unknown = sorted(set(table) - {"type", "schema", "schema_file", "key", "strict"})
+    unknown = sorted(set(table) - {"type", "schema", "schema_file", "key", "strict", "source", *_LIMITS})
     if unknown:
-        raise DeclarationError(f"{here}.{unknown[0]}: unknown key; use type, schema, schema_file, key or strict")
+        raise DeclarationError(
+            f"{here}.{unknown[0]}: unknown key; use type, schema, schema_file, key, strict, source, "
+            f"max_segment_kb or max_record_kb"
+        )
     strict = table.get("strict", False)
     if not isinstance(strict, bool):
         raise DeclarationError(f"{here}.strict: must be true or false")
+    source = table.get("source", "file")
+    if source not in SOURCES:
+        raise DeclarationError(
+            f'{here}.source: use "file" (.docket/ledgers/{name}.jsonl) or "branch" (gh-aw\'s shards on '
+            f"the branch ledgers/{name})"
+        )
+    limits = _limits(table, source, here)
     ltype = table.get("type")
     if ltype is not None and ltype not in TYPES:
         raise DeclarationError(f"{here}.type: unknown type {ltype!r}; use one of {', '.join(TYPES)}")
@@ -158,7 +178,28 @@ def parse_one(name: str, table: object, root: Path, where: str) -> Ledger:
         if ltype in ("counter", "notes"):
             raise DeclarationError(f"{here}.{key_name}: a {ltype} ledger takes no schema; remove it")
         _check_schema(schema, f"{here}.{key_name}")
-    return Ledger(name=name, type=ltype, schema=schema, key=key, strict=strict)
+    return Ledger(name=name, type=ltype, schema=schema, key=key, strict=strict, source=source, **limits)
+
+
+_LIMITS = ("max_segment_kb", "max_record_kb")
+
+
+def _limits(table: dict, source: str, here: str) -> dict[str, int]:
+    """gh-aw's ``max_segment_kb`` and ``max_record_kb`` of a branch ledger, checked against gh-aw's bounds."""
+    given = {k: table[k] for k in _LIMITS if k in table}
+    if given and source != "branch":
+        first = next(iter(given))
+        raise DeclarationError(f'{here}.{first}: only a ledger with source = "branch" has gh-aw\'s size limits')
+    for k, v in given.items():
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise DeclarationError(f"{here}.{k}: must be a positive whole number of KiB")
+    record = given.get("max_record_kb", RECORD_KB)
+    segment = given.get("max_segment_kb", SEGMENT_KB)
+    if record > MAX_RECORD_KB:
+        raise DeclarationError(f"{here}.max_record_kb: gh-aw allows 1 to {MAX_RECORD_KB}")
+    if not record <= segment <= MAX_SEGMENT_KB:
+        raise DeclarationError(f"{here}.max_segment_kb: gh-aw allows max_record_kb ({record}) to {MAX_SEGMENT_KB}")
+    return {"max_segment_kb": segment, "max_record_kb": record}
 
 
 def load(root: Path) -> dict[str, Ledger]:

@@ -1,8 +1,8 @@
 """Typed ledger records: the hashed envelope, parsing a ledger file, and the canonical replay order.
 
 A record is one canonical-JSON line with exactly ``version`` (1), ``id``
-(``ldg-`` and a UUIDv4-shaped digest of the writer's transaction and index),
-``type`` (the operation), ``timestamp`` (UTC, milliseconds, ``Z``),
+(``ldg-`` and a UUIDv4 shape), ``type`` (``ledger_append``, or the operation
+in docket's older records), ``timestamp`` (UTC, milliseconds, ``Z``),
 ``parents`` (the sorted ``sha256:`` digests of the heads it was written on),
 ``payload`` (the operation) and ``sha`` (``sha256:`` of the canonical record
 without ``sha``). Replay order is the layered topological order by parents
@@ -22,9 +22,20 @@ from datetime import UTC, datetime
 from docket_git.typed import canonical
 
 VERSION = 1
-#: A record names at most this many parents (the heads it was written on). Real histories have a
-#: handful; the cap bounds a line's size and replay's work per record against a crafted file.
-MAX_PARENTS = 1024
+#: A record names at most this many parents (the heads it was written on): gh-aw's limit, for every
+#: ``ledger_append`` record (the format docket writes). Real histories have a handful.
+MAX_PARENTS = 64
+#: docket's older record form (the operation as ``type``) allowed this many; such records still replay.
+LEGACY_MAX_PARENTS = 1024
+#: The envelope type of gh-aw's record format (``typed.write``).
+GH_AW_TYPE = "ledger_append"
+
+
+def max_parents(rtype: str) -> int:
+    """How many parents a record of this envelope type may name."""
+    return MAX_PARENTS if rtype == GH_AW_TYPE else LEGACY_MAX_PARENTS
+
+
 ID = re.compile(r"ldg-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 SHA = re.compile(r"sha256:[0-9a-f]{64}")
 TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
@@ -279,7 +290,7 @@ def _usual(raw: bytes, number: int) -> Record | None:
     else:
         parents = tuple(listed[1:-1].split('","'))
         if len(parents) > MAX_PARENTS or any(a >= b for a, b in itertools.pairwise(parents)):
-            return None
+            return None  # the reference path decides (an older record may name up to 1024)
     rtype = line[at + 128 : -14]
     rtype = _TYPES.setdefault(rtype, rtype)
     return Record(sha, line[7:47], rtype, line[at + 94 : at + 118], parents, payload, text, number, raw)
@@ -295,8 +306,9 @@ def _envelope_fault(data: dict) -> str | None:
     parents = data["parents"]
     if type(parents) is not list or not all(type(p) is str and SHA.fullmatch(p) for p in parents):
         return "parents must be a list of sha256:<64 hex> digests"
-    if len(parents) > MAX_PARENTS:
-        return f"a record names at most {MAX_PARENTS} parents, this one {len(parents)}"
+    limit = max_parents(data["type"])
+    if len(parents) > limit:
+        return f"a {data['type']} record names at most {limit} parents, this one {len(parents)}"
     if any(a >= b for a, b in itertools.pairwise(parents)):
         return "parents must be unique and sorted"
     if not isinstance(data["sha"], str) or not SHA.fullmatch(data["sha"]):

@@ -9,7 +9,7 @@ content, refuses the merge (the driver then leaves conflict markers).
 
 from __future__ import annotations
 
-from docket_git.typed import envelope
+from docket_git.typed import envelope, write
 
 
 class TypedConflict(Exception):
@@ -17,7 +17,11 @@ class TypedConflict(Exception):
 
 
 def _index(data: bytes, side: str, strict: bool) -> tuple[dict[str, str], list[envelope.Record]]:
-    """(id -> sha, records in file order) of one side; a faulty line refuses the merge when strict."""
+    """(record ID -> sha, records in file order) of one side; a faulty line refuses the merge when strict.
+
+    The record ID is the deterministic one wherever the record keeps it (``write.record_id_of``): a
+    transaction retried on two branches is one record ID with two contents.
+    """
     ids: dict[str, str] = {}
     records: list[envelope.Record] = []
     for number, raw in envelope.split_lines(data):
@@ -26,7 +30,7 @@ def _index(data: bytes, side: str, strict: bool) -> tuple[dict[str, str], list[e
             if strict:
                 raise TypedConflict(f"{side}, {found}")
             continue
-        ids.setdefault(found.id, found.sha)
+        ids.setdefault(write.record_id_of(found), found.sha)
         records.append(found)
     return ids, records
 
@@ -44,14 +48,15 @@ def union(base: bytes, ours: bytes, theirs: bytes) -> bytes:
     for record in their_records:
         if record.sha in our_shas:
             continue
-        other = our_ids.get(record.id)
+        rid = write.record_id_of(record)
+        other = our_ids.get(rid)
         if other is not None and other != record.sha:
             raise TypedConflict(
-                f"record {record.id} (the other branch's line {record.line}) differs from this branch's record "
+                f"record {rid} (the other branch's line {record.line}) differs from this branch's record "
                 f"with the same ID; keep one of them by hand"
             )
         our_shas.add(record.sha)
-        our_ids[record.id] = record.sha
+        our_ids[rid] = record.sha
         tail.append(record.raw + b"\n")
     payload = b"".join(tail)
     if payload and ours and not ours.endswith(b"\n"):
@@ -60,6 +65,11 @@ def union(base: bytes, ours: bytes, theirs: bytes) -> bytes:
 
 
 def is_typed_ledger(path: str) -> bool:
-    """True for ``.docket/ledgers/<name>.jsonl`` (the path git passes as %P)."""
+    """True for ``.docket/ledgers/<name>.jsonl`` (the path git passes as %P), not its pins file."""
     parts = path.replace("\\", "/").split("/")
-    return len(parts) >= 3 and parts[-3:-1] == [".docket", "ledgers"] and parts[-1].endswith(".jsonl")
+    return (
+        len(parts) >= 3
+        and parts[-3:-1] == [".docket", "ledgers"]
+        and parts[-1].endswith(".jsonl")
+        and not parts[-1].endswith(".pins.jsonl")
+    )

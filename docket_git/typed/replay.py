@@ -14,15 +14,16 @@ import json
 import sqlite3
 
 from docket_git.ledger import store
-from docket_git.typed import canonical, envelope, ops
+from docket_git.typed import canonical, envelope, ops, write
 from docket_git.typed.declare import Ledger
 
-PROJECTION_VERSION = 3
+PROJECTION_VERSION = 4
 OUTPUT_VERSION = 1
 
 GENERIC_DDL = """
 CREATE TABLE records (ordinal INTEGER PRIMARY KEY, id TEXT NOT NULL, sha TEXT NOT NULL, type TEXT NOT NULL,
-                      timestamp TEXT NOT NULL, payload TEXT NOT NULL, line INTEGER NOT NULL);
+                      timestamp TEXT NOT NULL, payload TEXT NOT NULL, line INTEGER NOT NULL,
+                      record_id TEXT NOT NULL);
 CREATE TABLE parents (child_sha TEXT NOT NULL, parent_sha TEXT NOT NULL);
 CREATE TABLE diagnostics (ordinal INTEGER PRIMARY KEY, code TEXT NOT NULL, line INTEGER, id TEXT, detail TEXT);
 CREATE TABLE heads (sha TEXT PRIMARY KEY);
@@ -38,6 +39,7 @@ CREATE TABLE source_blocks (n INTEGER PRIMARY KEY, sha BLOB NOT NULL, chain BLOB
 GENERIC_INDEXES = """
 CREATE UNIQUE INDEX records_by_sha ON records(sha);
 CREATE INDEX records_by_id ON records(id);
+CREATE INDEX records_by_record_id ON records(record_id);
 """
 
 STATE_COLUMNS = {
@@ -119,7 +121,8 @@ def tables(ledger: Ledger) -> dict[str, list[tuple[str, str]]]:
         out = {name: list(cols) for name, cols in NOTE_TABLES.items()}
     else:
         out = {"records": [("ordinal", "integer"), ("id", "text"), ("sha", "text"), ("type", "text"),
-                              ("timestamp", "text"), ("payload", "json"), ("line", "integer")]}  # fmt: skip
+                              ("timestamp", "text"), ("payload", "json"), ("line", "integer"),
+                              ("record_id", "text")]}  # fmt: skip
     return out
 
 
@@ -180,7 +183,8 @@ def set_blocks(conn: sqlite3.Connection, first: int, data: bytes | memoryview) -
 class MemState:
     """The state of a full replay, in memory."""
 
-    def __init__(self) -> None:
+    def __init__(self, pins: dict | None = None) -> None:
+        self.pins = pins or {}
         self.items: dict[str, object] = {}
         self.log: list[object] = []
         self.notes: dict[str, tuple] = {}
@@ -209,24 +213,27 @@ class MemState:
 
     def add_note(self, note_id: str, op: dict, created_at: str, sha: str) -> None:
         self.notes[note_id] = (note_id, op["subject"], op["note"], op["reason"], created_at, sha)
-        self.citations.extend(_citation_rows(note_id, op))
+        self.citations.extend(_citation_rows(note_id, op, self.pins))
 
     def add_vote(self, record_id: str, op: dict, created_at: str) -> None:
         self.votes.append((record_id, op["note_id"], op["vote"], op.get("reason"), created_at))
 
 
-def _citation_rows(note_id: str, op: dict) -> list[tuple]:
-    return [
-        (note_id, i, c["type"], c["path"], c.get("start_line"), c.get("end_line"), c.get("commit"),
-         c.get("content_sha256"))
-        for i, c in enumerate(op["citations"])
-    ]  # fmt: skip
+def _citation_rows(note_id: str, op: dict, pins: dict) -> list[tuple]:
+    """note_citations rows: the pins from the pins file (``typed.pins``), or those an older docket record
+    holds in the citation itself; none for a note gh-aw wrote."""
+    rows = []
+    for i, c in enumerate(op["citations"]):
+        commit, digest = pins.get((note_id, i)) or (c.get("commit"), c.get("content_sha256"))
+        rows.append((note_id, i, c["type"], c["path"], c.get("start_line"), c.get("end_line"), commit, digest))
+    return rows
 
 
 class SqlState:
     """The projection's own rows as a state: an append changes only the rows its operations touch."""
 
-    def __init__(self, conn: sqlite3.Connection, ledger: Ledger) -> None:
+    def __init__(self, conn: sqlite3.Connection, ledger: Ledger, pins: dict | None = None) -> None:
+        self.pins = pins or {}
         self.conn = conn
         self.ledger = ledger
         self.key = _key_column(ledger.type) if ledger.type in STATE_COLUMNS else ""
@@ -256,7 +263,9 @@ class SqlState:
             "INSERT INTO notes VALUES (?, ?, ?, ?, ?, ?)",
             (note_id, op["subject"], op["note"], op["reason"], created_at, sha),
         )
-        self.conn.executemany("INSERT INTO note_citations VALUES (?, ?, ?, ?, ?, ?, ?, ?)", _citation_rows(note_id, op))
+        self.conn.executemany(
+            "INSERT INTO note_citations VALUES (?, ?, ?, ?, ?, ?, ?, ?)", _citation_rows(note_id, op, self.pins)
+        )
 
     def add_vote(self, record_id: str, op: dict, created_at: str) -> None:
         self.conn.execute(
@@ -266,7 +275,7 @@ class SqlState:
 
 
 #: The envelope type gh-aw's persistence job gives every record; the operation is in the payload.
-GH_AW_TYPE = "ledger_append"
+GH_AW_TYPE = envelope.GH_AW_TYPE
 
 
 def operation_of(ledger: Ledger, record: envelope.Record) -> tuple[dict, str]:
@@ -357,12 +366,14 @@ class _LostInserts:
             self.lost_by[record.sha] = lost
 
 
-def replay(ledger: Ledger, data: bytes) -> tuple[list[envelope.Record], MemState, list[envelope.Diagnostic], list[str]]:
+def replay(
+    ledger: Ledger, data: bytes, pins: dict | None = None
+) -> tuple[list[envelope.Record], MemState, list[envelope.Diagnostic], list[str]]:
     """Records in replay order, the resulting state, every diagnostic, and the heads."""
     records, diagnostics = envelope.read(data)
     ordered, more, heads = envelope.order(records)
     diagnostics += more
-    state = MemState()
+    state = MemState(pins)
     if ledger.type == "notes":
         # Notes first, then votes, so a vote never fails merely because it sorts before its note.
         votes = [_is_vote(r) for r in ordered]
@@ -400,16 +411,18 @@ def state_rows(ledger: Ledger, state: MemState) -> list[tuple]:
     return sorted((k, text(v)) for k, v in state.items.items())
 
 
-def build(ledger: Ledger) -> callable:
-    """A ``db.Build`` that fills an empty database with a full replay of the ledger file's bytes."""
+def build(ledger: Ledger, pins: dict | None = None) -> callable:
+    """A ``db.Build`` that fills an empty database with a full replay of the ledger file's bytes (and a
+    notes ledger's citation pins, ``typed.pins``)."""
 
     def _build(conn: sqlite3.Connection, data: bytes) -> None:
         with store.gc_paused():  # parsed records hold no cycles; the collector would only rescan them
-            ordered, state, diagnostics, heads = replay(ledger, data)
+            ordered, state, diagnostics, heads = replay(ledger, data, pins)
         create_tables(conn, ledger)
+        rid = write.record_id_of
         conn.executemany(
-            "INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?)",
-            ((i, r.id, r.sha, r.type, r.timestamp, r.payload_text, r.line) for i, r in enumerate(ordered)),
+            "INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            ((i, r.id, r.sha, r.type, r.timestamp, r.payload_text, r.line, rid(r)) for i, r in enumerate(ordered)),
         )
         conn.executemany("INSERT INTO parents VALUES (?, ?)", [(r.sha, p) for r in ordered for p in r.parents])
         write_diagnostics(conn, diagnostics)
@@ -441,14 +454,15 @@ def write_diagnostics(conn: sqlite3.Connection, diagnostics: list[envelope.Diagn
     )
 
 
-def apply_new(conn: sqlite3.Connection, ledger: Ledger, record: envelope.Record) -> None:
+def apply_new(conn: sqlite3.Connection, ledger: Ledger, record: envelope.Record, pins: dict | None = None) -> None:
     """Add one record that follows every current head to the projection, applying its operation."""
     (ordinal,) = conn.execute("SELECT COALESCE(MAX(ordinal) + 1, 0) FROM records").fetchone()
-    step(ledger, record, SqlState(conn, ledger))
+    step(ledger, record, SqlState(conn, ledger, pins))
     conn.execute(
-        "INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (ordinal, record.id, record.sha, record.type, record.timestamp, record.payload_text, record.line),
-    )
+        "INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (ordinal, record.id, record.sha, record.type, record.timestamp, record.payload_text, record.line,
+         write.record_id_of(record)),
+    )  # fmt: skip
     conn.executemany("INSERT INTO parents VALUES (?, ?)", ((record.sha, p) for p in record.parents))
     conn.execute("DELETE FROM heads")
     conn.execute("INSERT INTO heads VALUES (?)", (record.sha,))
@@ -460,7 +474,7 @@ def heads(conn: sqlite3.Connection) -> list[str]:
     return [row[0] for row in conn.execute("SELECT sha FROM heads ORDER BY sha")]
 
 
-def extend(ledger: Ledger) -> callable:
+def extend(ledger: Ledger, pins: dict | None = None) -> callable:
     """A ``db.Extend``: apply appended lines when each follows exactly the current heads, else ask for a rebuild."""
 
     def _extend(conn: sqlite3.Connection, data: bytes, start: int) -> bool:
@@ -480,7 +494,7 @@ def extend(ledger: Ledger) -> callable:
             if conn.execute("SELECT 1 FROM records WHERE id = ? OR sha = ?", (found.id, found.sha)).fetchone():
                 return False
             try:
-                apply_new(conn, ledger, found)
+                apply_new(conn, ledger, found, pins)
             except ops.OpError:
                 return False
         conn.execute("UPDATE _lines SET count = ?", (lines,))

@@ -3,7 +3,8 @@
 Typed records are content-addressed, so "append-only" means: every line the
 committed file (at HEAD, and at each commit being merged in) holds is still a
 line of the staged file. Reordering (``docket ledger compact``) is allowed;
-changing or dropping a record is not.
+changing or dropping a record is not. A ledger's citation pins file
+(``<name>.pins.jsonl``, ``typed.pins``) is append-only the same way, line by line.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from docket_git.typed import envelope
+from docket_git.typed import envelope, pins
 
 PREFIX = ".docket/ledgers/"
 
@@ -115,7 +116,8 @@ def check(root: Path, against: str | None = None) -> list[str]:
             _, data = gitio.blob_at(root, commit, rel)
             if data is not None:
                 parents.append((label, data))
-        out += faults(rel, gitio.staged_blob(root, rel) if rel in rels else None, parents)
+        check_one = pins.faults if pins.is_pins_file(rel) else faults
+        out += check_one(rel, gitio.staged_blob(root, rel) if rel in rels else None, parents)
     return out
 
 

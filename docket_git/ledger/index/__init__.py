@@ -23,12 +23,14 @@ digest of their last block, and digest checkpoints along the file.
   renamed into place; a cache directory that cannot be written degrades to an in-memory
   index with one notice.
 
-So the index is also the ledger's validated prefix: ``append`` validates new
-records against it (``known``), reading and writing only the file's tail when
-the index proves it holds the whole file (``_append_tail``); ``parse``
-validates other bytes that share a prefix with the ledger (a staged blob, a
-rebase result) only past that prefix; and ``read`` hands full snapshots to
-the commands that need every record. Locks are always taken in one order, the ledger's before the index's.
+So the index is also the ledger's validated prefix: the store's append
+(``ledger.append``) validates new records against what the index vouches for
+(``follower``: ``known``), reading and writing only the file's tail when the
+index proves it holds the whole file, and the index then takes in the new
+lines; ``parse`` validates other bytes that share a prefix with the ledger
+(a staged blob, a rebase result) only past that prefix; and ``read`` hands
+full snapshots to the commands that need every record. Locks are always
+taken in one order, the ledger's before the index's.
 
 Derived state (retired, resolved, applicable, blocked_by, resolved_by) is
 computed by ``ledger.project``, the same code every other reader uses:
@@ -51,7 +53,7 @@ The package, one module per job (imports run down this list):
 * ``reads``: what a briefing's outline reads (facts, strata, scopes, a task's ranked hits, closure);
 * ``lines``: records read back by offset, snapshots, ``parse``, the revision;
 * ``consequences``: what an append changes for earlier records;
-* ``appending``: ``append``.
+* ``following``: ``follower``, the index's part in the store's append (vouch, then catch up).
 
 Code outside the package uses the names below and nothing else; no SQL outside the package names
 one of the index's tables (tests/test_index_boundary.py).
@@ -98,7 +100,6 @@ from docket_git.ledger.index.reads import (
     current_prerequisites,
     degrees,
     depends_of,
-    every_fact,
     facts_of,
     hit_count,
     hit_ids,
@@ -128,11 +129,11 @@ from docket_git.ledger.index.schema import SCHEMA, TABLE_NAMES, TAIL, db_path, s
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a few ms of every start)
 
 if TYPE_CHECKING:
-    from docket_git.ledger.index.appending import append
     from docket_git.ledger.index.consequences import effects
+    from docket_git.ledger.index.following import Follower, follower
 
 #: Names whose module loads on first use: a session hook reads, and never appends.
-_LAZY = {"append": "appending", "effects": "consequences"}
+_LAZY = {"Follower": "following", "follower": "following", "effects": "consequences"}
 
 
 def __getattr__(name: str) -> object:
@@ -150,9 +151,9 @@ __all__ = [
     "SCOPE_COVERS",
     "TABLE_NAMES",
     "TAIL",
+    "Follower",
     "Index",
     "add_scope_points",
-    "append",
     "blocked_of",
     "blockers",
     "build_later",
@@ -166,10 +167,10 @@ __all__ = [
     "depends_of",
     "derived_for",
     "effects",
-    "every_fact",
     "facts_of",
     "finish_later",
     "first_use",
+    "follower",
     "held",
     "hit_count",
     "hit_ids",

@@ -59,7 +59,7 @@ def _update_past(
 
     ``data`` holds the ledger's bytes from offset ``base`` on: all of them
     (0), or a tail from at or before the checkpoint preceding ``prefix``'s
-    end and the last TAIL bytes (``_append_tail``). Offsets stored are the
+    end and the last TAIL bytes (``Follower.tail``). Offsets stored are the
     file's own.
     """
     shared, kept, lines = prefix

@@ -1,7 +1,7 @@
 """The proof of currency: the stat and last-block digest, the digest checkpoints along the file, the meta rows.
 
-An equal stat and an equal digest of the last TAIL bytes prove an index
-current in O(1) (``_proven``, and ``_tail_proof`` on an open descriptor);
+An equal stat (``_holds``) and an equal digest of the last TAIL bytes prove
+an index current in O(1) (``_proven``, and ``_tail_proof`` on an open descriptor);
 otherwise the checkpoints say how long a prefix the index still shares with
 the bytes (``_shared_prefix``).
 """
@@ -39,19 +39,32 @@ def _read_tail(ledger: Path, length: int) -> bytes | None:
         os.close(fd)
 
 
+def _holds(meta: dict, ledger: Path, stat: tuple) -> bool:
+    """True when the meta rows say the index holds every byte of this ledger as ``stat`` finds it.
+
+    The one statement of the stat comparison: same schema, same ledger, equal
+    (size, mtime, ctime, inode), and the indexed length is the file's (an
+    unfinished batch or a torn line beyond it is read the long way). The
+    digest of the last TAIL bytes completes the proof (``_proven``, ``_tail_proof``).
+    """
+    return (
+        meta.get("schema_version") == SCHEMA_VERSION
+        and meta.get("ledger") == str(ledger.resolve())
+        and stat == (meta.get("size"), meta.get("mtime_ns"), meta.get("ctime_ns"), meta.get("inode"))
+        and stat[0] == meta.get("length")
+    )
+
+
 def _proven(conn: sqlite3.Connection, ledger: Path, data: bytes | None = None) -> bool:
     """True when the index provably holds the ledger's current bytes, without reading them all.
 
     ``data``: the bytes the caller read under the ledger's lock; then they must be what the index holds.
     """
     meta = _meta(conn)
-    if meta.get("schema_version") != SCHEMA_VERSION or meta.get("ledger") != str(ledger.resolve()):
+    stat = db.file_stat(ledger)
+    if not _holds(meta, ledger, stat):
         return False
-    size, mtime, ctime, ino = db.file_stat(ledger)
-    if (size, mtime, ctime, ino) != (meta.get("size"), meta.get("mtime_ns"), meta.get("ctime_ns"), meta.get("inode")):
-        return False
-    if size != meta.get("length"):
-        return False  # an unfinished batch or a torn line lies beyond: read it the long way
+    size = stat[0]
     tail = _read_tail(ledger, size) if data is None else (data[max(0, size - TAIL) :] if len(data) == size else None)
     return tail is not None and canonical.sha256(tail) == meta.get("tail_digest")
 
@@ -124,22 +137,17 @@ def _write_meta(
 def _tail_proof(conn: sqlite3.Connection, ledger: Path, fd: int) -> tuple[dict, int, bytes] | None:
     """(meta, base, the ledger's bytes from base on) when the index provably holds every byte of the open ledger.
 
-    The proof is ``_proven``'s (equal stat, the indexed length is the file's,
-    the digest of its last TAIL bytes), taken on the descriptor that will be
-    written. ``base`` is where the bytes the append needs begin: at or before
-    the checkpoint before the last (``_apply`` cuts blocks again from there)
-    and at least TAIL bytes before the end (``store.write_records`` journals
-    the 4 KB before a batch). None when the index is empty or proves nothing.
+    The proof is ``_proven``'s (``_holds``, then the digest of the last TAIL
+    bytes), taken on the descriptor that will be written. ``base`` is where
+    the bytes the append needs begin: at or before the checkpoint before the
+    last (``_apply`` cuts blocks again from there) and at least TAIL bytes
+    before the end (``store.write_records`` journals the 4 KB before a
+    batch). None when the index is empty or proves nothing.
     """
     meta = _meta(conn)
-    if meta.get("schema_version") != SCHEMA_VERSION or meta.get("ledger") != str(ledger.resolve()):
-        return None
     st = os.fstat(fd)
-    stat = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-    if stat != (meta.get("size"), meta.get("mtime_ns"), meta.get("ctime_ns"), meta.get("inode")):
-        return None
     size = st.st_size
-    if not size or size != meta.get("length") or not _count(conn):
+    if not size or not _holds(meta, ledger, (size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)) or not _count(conn):
         return None
     row = conn.execute("SELECT max(end_offset) FROM checkpoints WHERE end_offset < ?", (size,)).fetchone()
     base = max(0, min(row[0] or 0, size - TAIL))

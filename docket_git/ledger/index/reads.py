@@ -39,11 +39,6 @@ def facts_of(conn: sqlite3.Connection, ids: list[str]) -> Iterator[tuple[str, in
     )
 
 
-def every_fact(conn: sqlite3.Connection) -> Iterator[tuple[str, int, str, int, int]]:
-    """(ID, seq, retired_by, degree, pinned) of every record."""
-    return conn.execute("SELECT id, seq, retired_by, degree, pinned FROM records INDEXED BY records_facts")
-
-
 def ids_in_order(conn: sqlite3.Connection, *, current: bool = False) -> list[str]:
     """Every record's ID (``current``: only those no record supersedes), in file order."""
     where = " WHERE retired_by = ''" if current else ""
