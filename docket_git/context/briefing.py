@@ -37,13 +37,14 @@ class Briefing(Plain):
 def meta_for(snapshot: store.Snapshot, identity: str, settings: config.Settings) -> Meta:
     """The header's ledger facts: digests over the raw ledger bytes, shown as 12 hex."""
     latest = snapshot.records[-1]["id"] if snapshot.records else ""
-    return _meta(identity, snapshot.revision(), latest, settings)
+    return _meta(identity, canonical.short(snapshot.revision()), latest, settings)
 
 
-def _meta(identity: str, revision: str, latest: str, settings: config.Settings) -> Meta:
+def _meta(identity: str, short: str, latest: str, settings: config.Settings) -> Meta:
+    """The header's ledger facts; ``short``: the revision as shown (``canonical.short``)."""
     return Meta(
         identity=identity,
-        revision=canonical.short(revision),
+        revision=short,
         latest=latest,
         fingerprint=config.fingerprint(settings),
     )
@@ -135,52 +136,41 @@ def build_briefing(
     fault = model.since_fault(since) if since is not None else None
     if fault:
         raise ValueError(fault)  # a usage error: the command exits 2
-    path = ledger if ledger is not None else store.find_ledger(start or Path.cwd())
-    if path is None:
+
+    def prepare(path: Path | None) -> config.Settings | None:
+        """The settings for the ledger found (raising before anything is opened); None: no ledger."""
+        settings = config.for_ledger(path) if path is not None else None
         if max_chars is not None:
-            check_max_chars(max_chars, config.defaults())
-        return Briefing("")
-    settings = config.for_ledger(path)
-    if max_chars is not None:
-        check_max_chars(max_chars, settings)
-    identity = identity_of(path if root is None else root / store.LEDGER_DIR / store.LEDGER_NAME)
-    task = {"query": query, "files": files, "all_records": all_records, "auto_scope": auto_scope, "root": root}
-    # A briefing builds many short-lived, acyclic objects: no cyclic GC while it runs.
-    with store.gc_paused():
-        snapshot = _fresh_clone(path) if defer_index and since is None else None
+            check_max_chars(max_chars, settings if settings is not None else config.defaults())
+        return settings
+
+    fresh = defer_index and since is None
+    # settings -> index, in one call: a fresh clone's records in memory, or the index proven current.
+    with index.for_briefing(start or Path.cwd(), ledger, prepare, fresh=fresh) as opened:
+        path, settings = opened.path, opened.prepared
+        if path is None or settings is None:
+            return Briefing("")
+        assert isinstance(settings, dict)
+        identity = identity_of(path if root is None else root / store.LEDGER_DIR / store.LEDGER_NAME)
+        task = {"query": query, "files": files, "all_records": all_records, "auto_scope": auto_scope, "root": root}
+        snapshot, ix = opened.snapshot, opened.ix
         if snapshot is not None:
             if not snapshot.records:
                 return Briefing("")
             outline = Outline(snapshot.records)
-            return _full(path, outline, snapshot.revision(), settings, identity, [], max_chars=max_chars, **task)
-        with index.opened(path) as ix:
-            # A stand-in for a ledger committed broken (ledger.broken): the briefing says so in its first line.
-            head = f"# {ix.note}\n" if ix.note else ""
-            withdraw(ix.note)
-            budget = max_chars - len(head) if max_chars is not None else None
-            briefing = _brief(ix, settings, identity, since=since, max_chars=budget, **task)
-            briefing.text = head + briefing.text
-            return briefing
-
-
-def _fresh_clone(path: Path) -> store.Snapshot | None:
-    """A ledger with no index yet read in memory, its index built once this process has answered (d108).
-
-    None: the ledger has an index (or is too large to read in memory, or cannot be read: the indexed
-    read says why, or reads a stand-in).
-    """
-    if not index.first_use(path):
-        return None
-    try:
-        snapshot = store.read(path)
-    except store.LedgerError:
-        return None
-    index.build_later(path)
-    return snapshot
+            return _full(path, outline, opened.short, settings, identity, [], max_chars=max_chars, **task)
+        assert ix is not None
+        # A stand-in for a ledger committed broken (ledger.broken): the briefing says so in its first line.
+        head = f"# {ix.note}\n" if ix.note else ""
+        withdraw(ix.note)
+        budget = max_chars - len(head) if max_chars is not None else None
+        briefing = _brief(opened, settings, identity, since=since, max_chars=budget, **task)
+        briefing.text = head + briefing.text
+        return briefing
 
 
 def _brief(
-    ix: index.Index,
+    opened: index.Briefed,
     settings: config.Settings,
     identity: str,
     *,
@@ -189,12 +179,14 @@ def _brief(
     **task: object,
 ) -> Briefing:
     """The briefing from a proven index: the ``--since`` delta when it can be had, else ``_full`` with ``task``."""
+    ix = opened.ix
+    assert ix is not None
     path = ix.ledger
     notes: list[str] = []
     ledger_outline = Outline.from_index(ix)
     if since is not None:
         # A resume usually finds nothing new, or a few appended records: both come from the index.
-        quick = _appended_since(ix, ledger_outline, settings, since, max_chars, identity)
+        quick = _appended_since(opened, ledger_outline, settings, since, max_chars, identity)
         if quick is not None:
             return quick
         snapshot = index.read(path)
@@ -211,14 +203,13 @@ def _brief(
         notes.append(f"baseline {since} is unknown or stale; printing a full briefing")
     if not ledger_outline.ids:
         return Briefing("")
-    revision, _ = index.revision(ix)
-    return _full(path, ledger_outline, revision, settings, identity, notes, max_chars=max_chars, **task)
+    return _full(path, ledger_outline, opened.short, settings, identity, notes, max_chars=max_chars, **task)
 
 
 def _full(
     path: Path,
     ledger_outline: Outline,
-    revision: str,
+    short: str,
     settings: config.Settings,
     identity: str,
     notes: list[str],
@@ -230,9 +221,9 @@ def _full(
     auto_scope: bool | None,
     root: Path | None = None,
 ) -> Briefing:
-    """The full briefing of a ledger's outline (its ``revision``: the digest through its last record)."""
+    """The full briefing of a ledger's outline (``short``: its revision as shown, ``canonical.short``)."""
     home = root if root is not None else path.parent.parent
-    meta = _meta(identity, revision, ledger_outline.ids[-1], settings)
+    meta = _meta(identity, short, ledger_outline.ids[-1], settings)
     latest = f"{meta.latest}@{meta.revision}"
     scoped = task_files(home, settings, query=query, files=files, all_records=all_records, auto_scope=auto_scope)
     guessed = not (query.strip() or any(f.strip() for f in files) or all_records)
@@ -288,7 +279,7 @@ def outline_of(path: Path, *, defer_index: bool = False) -> Iterator[Outline]:
 
 
 def _appended_since(
-    ix: index.Index,
+    opened: index.Briefed,
     found: Outline,
     settings: config.Settings,
     since: str,
@@ -309,7 +300,7 @@ def _appended_since(
     lines = found.records
     if position is None or not isinstance(lines, Lines):
         return None
-    revision, _ = index.revision(ix)
+    revision = opened.revision
     if digest is not None:
         own = revision if position == len(found.ids) - 1 else lines.prefix_digest(rid)
         if not own.startswith(digest.lower()):
@@ -317,7 +308,7 @@ def _appended_since(
     change = delta.appended(found, position)
     if change is None:
         return None
-    meta = _meta(identity, revision, found.ids[-1], settings)
+    meta = _meta(identity, opened.short, found.ids[-1], settings)
     limit = max_chars if max_chars is not None else settings["budget"]["target"]
     text = delta.render_delta(change, meta, since, limit=limit, detail=settings["index"]["detail_min"])
     return Briefing(text, baseline=f"{meta.latest}@{meta.revision}")

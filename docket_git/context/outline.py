@@ -77,18 +77,18 @@ class Ranking(Sequence[str]):
 
 
 class _Lazy(dict):
-    """A map filled on demand: ``fetch(key)`` gives a key's value, or None when the key has none.
+    """A map filled on demand: the index's ``relation`` of a key, or None when the key has none.
 
     Only what a briefing reaches is looked up; iterating it lists just what
     was looked up so far, so it stands in only for maps that are read by key.
     """
 
-    def __init__(self, fetch: Callable[[str], object]) -> None:
+    def __init__(self, reads: ledger_index.OutlineReads, relation: str) -> None:
         super().__init__()
-        self._fetch = fetch
+        self._reads, self._relation = reads, relation
 
     def __missing__(self, key: str) -> object:
-        value = self._fetch(key)
+        value = self._reads.related(self._relation, key)
         if value is None:
             raise KeyError(key)
         self[key] = value
@@ -117,7 +117,7 @@ class Lines(Mapping[str, dict]):
         if record is None:
             if rid not in self._pos:
                 raise KeyError(rid)
-            record = self._parsed[rid] = ledger_index.records_of(self.ix, [rid])[0]
+            record = self.many([rid])[0]
         return record
 
     def __contains__(self, rid: object) -> bool:
@@ -374,9 +374,9 @@ class _Facts:
 class _IdList(Sequence[str]):
     """The IDs of the index's records in file order, each read when asked for (all of them when iterated)."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, count: int, last: str) -> None:
         self.conn = conn
-        self._len = ledger_index.record_count(conn)
+        self._len, self._last = count, last
 
     def __len__(self) -> int:
         return self._len
@@ -390,7 +390,7 @@ class _IdList(Sequence[str]):
         n = i + self._len if i < 0 else i
         if not 0 <= n < self._len:
             raise IndexError(i)
-        return ledger_index.id_at(self.conn, n)
+        return self._last if n == self._len - 1 else ledger_index.id_at(self.conn, n)
 
     def __iter__(self) -> Iterator[str]:
         return iter(ledger_index.ids_in_order(self.conn))
@@ -459,19 +459,19 @@ class IndexedOutline(Outline):
     def __init__(self, ix: ledger_index.Index) -> None:
         conn = ix.conn
         self.ix = ix
+        reads = ledger_index.outline_reads(conn)  # counts, pinned records, the last ID: one call
         facts = self._facts = _Facts(conn)
-        self.ids = _IdList(conn)
-        n_retired = ledger_index.retired_count(conn)
+        self.ids = _IdList(conn, reads.count, reads.last)
         self.pos = _Column(facts, 0, ledger_index.positions, every=True)  # type: ignore[assignment]
-        self.current = _Current(facts, len(self.ids) - n_retired)
+        self.current = _Current(facts, reads.count - reads.retired)
         retired_by = _Column(facts, 1, ledger_index.retirements)
-        blocked, resolved_by = ledger_index.blocked_of(conn), ledger_index.resolvers_of(conn)
-        self.derived = Derived(retired_by, _Lazy(blocked), _Lazy(resolved_by))  # type: ignore[arg-type]
+        blocked, resolved_by = _Lazy(reads, "blocked_by"), _Lazy(reads, "resolved_by")
+        self.derived = Derived(retired_by, blocked, resolved_by)  # type: ignore[arg-type]
         self.degrees = _Column(facts, 2, ledger_index.degrees)  # type: ignore[assignment]
-        self.incoming = _Lazy(ledger_index.incoming_of(conn))
-        self.pinned = ledger_index.current_pinned(conn)
+        self.incoming = _Lazy(reads, "incoming")
+        self.pinned = reads.pinned
         self.scopes = _Scopes(conn, facts)
-        self.depends = _Lazy(ledger_index.depends_of(conn))
+        self.depends = _Lazy(reads, "depends_on")
         self.records = Lines(ix, self.pos)  # type: ignore[arg-type]
         self._live: list[str] | None = None
         self._hits: dict[tuple, list[HitRow]] = {}
@@ -488,18 +488,18 @@ class IndexedOutline(Outline):
     ) -> Iterator[tuple[int, str]]:
         """As ``Outline.base_order``, merged from the ranking index's strata; ``without``: a query's hits."""
         conn, rows, w_recency = self._facts.conn, self._facts.rows, weights["recency"]
-        # Without a query's hits: the stratum skips them in SQL (their rows in its temporary table).
-        read = ledger_index.stratum_query(None if without is None else without.table)
 
-        def stratum(pinned: int, degree: int) -> Iterator[tuple[int, str]]:
+        def stratum(pinned: int, degree: int, found: Iterator[tuple[int, str]]) -> Iterator[tuple[int, str]]:
             add = base_score(weights, span, 0, degree, pinned)  # all but recency, the same for the stratum
-            for seq, rid in read(conn, pinned, degree):
+            for seq, rid in found:
                 if rid not in rows:
                     rows[rid] = (seq, "", degree, pinned)
                 yield ((w_recency * seq // span + add) << 40) | seq, rid
 
-        # The distinct (pinned, degree) pairs of current records, one index probe each.
-        streams = [stratum(pinned, degree) for pinned, degree in ledger_index.strata(conn)]
+        # The distinct (pinned, degree) pairs of current records, one index probe each, with their rows;
+        # without a query's hits: the strata skip them in SQL (their rows in its temporary table).
+        strata = ledger_index.strata(conn, None if without is None else without.table)
+        streams = [stratum(pinned, degree, found) for pinned, degree, found in strata]
         return heapq.merge(*streams, reverse=True)
 
     def task_hits(
@@ -535,16 +535,7 @@ class IndexedOutline(Outline):
         return points
 
     def closure(self, hits: Iterable[str]) -> set[str]:
-        targets = set(hits)
-        frontier = list(targets)
-        conn = self._facts.conn
-        while frontier:  # one query per level of prerequisites
-            found = dict.fromkeys(
-                rid for rid in ledger_index.current_prerequisites(conn, frontier) if rid not in targets
-            )
-            frontier = list(found)
-            targets.update(frontier)
-        return targets
+        return ledger_index.prerequisite_closure(self._facts.conn, hits)
 
     def _scope_hits(
         self, matched: Mapping[str, tuple[int, bool]], weights: Mapping[str, int], span: int

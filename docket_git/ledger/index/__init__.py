@@ -51,7 +51,7 @@ The package, one module per job (imports run down this list):
 * ``opening``: ``open_index``, ``held``, and builds deferred past a hook's answer;
 * ``query``: a briefing's query matched and scored in SQL; the filters of list, --where and show;
 * ``reads``: what a briefing's outline reads (facts, strata, scopes, a task's ranked hits, closure);
-* ``lines``: records read back by offset, snapshots, ``parse``, the revision;
+* ``lines``: records read back by offset, snapshots, ``parse``, the revision, a ledger opened for a briefing;
 * ``consequences``: what an append changes for earlier records;
 * ``following``: ``follower``, the index's part in the store's append (vouch, then catch up).
 
@@ -63,6 +63,8 @@ from __future__ import annotations
 
 from docket_git.ledger.index.handle import Index
 from docket_git.ledger.index.lines import (
+    Briefed,
+    for_briefing,
     ledger_bytes,
     parse,
     prefix_digest,
@@ -92,14 +94,12 @@ from docket_git.ledger.index.query import (
     text_points,
 )
 from docket_git.ledger.index.reads import (
+    OutlineReads,
     add_scope_points,
-    blocked_of,
     closure_extras,
     current_ids,
     current_pinned,
-    current_prerequisites,
     degrees,
-    depends_of,
     facts_of,
     hit_count,
     hit_ids,
@@ -108,20 +108,19 @@ from docket_git.ledger.index.reads import (
     ids_at,
     ids_between,
     ids_in_order,
-    incoming_of,
+    outline_reads,
     pinned_hits,
     positions,
+    prerequisite_closure,
     ranked_hits,
     record_count,
     record_facts,
-    resolvers_of,
     retired_count,
     retirements,
     scope_hits,
     scope_holders,
     scope_strings,
     strata,
-    stratum_query,
     task_tables,
 )
 from docket_git.ledger.index.schema import SCHEMA, TABLE_NAMES, TAIL, db_path, scope_kind
@@ -151,26 +150,26 @@ __all__ = [
     "SCOPE_COVERS",
     "TABLE_NAMES",
     "TAIL",
+    "Briefed",
     "Follower",
     "Index",
+    "OutlineReads",
     "add_scope_points",
-    "blocked_of",
     "blockers",
     "build_later",
     "closure_extras",
     "component_scopes",
     "current_ids",
     "current_pinned",
-    "current_prerequisites",
     "db_path",
     "degrees",
-    "depends_of",
     "derived_for",
     "effects",
     "facts_of",
     "finish_later",
     "first_use",
     "follower",
+    "for_briefing",
     "held",
     "hit_count",
     "hit_ids",
@@ -179,7 +178,6 @@ __all__ = [
     "ids_at",
     "ids_between",
     "ids_in_order",
-    "incoming_of",
     "ledger_bytes",
     "line_facts",
     "mask_points",
@@ -189,10 +187,12 @@ __all__ = [
     "nul_haystack",
     "open_index",
     "opened",
+    "outline_reads",
     "parse",
     "pinned_hits",
     "positions",
     "prefix_digest",
+    "prerequisite_closure",
     "query_needles",
     "ranked_hits",
     "read",
@@ -202,7 +202,6 @@ __all__ = [
     "records_in_slices",
     "records_of",
     "resolvers",
-    "resolvers_of",
     "retired_count",
     "retirements",
     "revision",
@@ -211,7 +210,6 @@ __all__ = [
     "scope_kind",
     "scope_strings",
     "strata",
-    "stratum_query",
     "task_tables",
     "temp_name",
     "text_points",

@@ -1,4 +1,5 @@
-"""Reading records back: lines by offset checked against their digests, whole snapshots, the revision digest.
+"""Reading records back: lines by offset checked against their digests, whole snapshots, the revision digest,
+and a ledger opened for a briefing (``for_briefing``).
 
 ``parse`` validates other bytes that share a prefix with the ledger (a staged
 blob, a rebase result) only past that prefix.
@@ -6,6 +7,7 @@ blob, a rebase result) only past that prefix.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -15,7 +17,7 @@ from pathlib import Path
 from docket_git.errors import LedgerError, withdraw
 from docket_git.ledger import canonical, db, jsonl, store
 from docket_git.ledger.index.handle import Index, known
-from docket_git.ledger.index.opening import _locked_read, open_index, opened
+from docket_git.ledger.index.opening import _locked_read, build_later, first_use, open_index, opened
 from docket_git.ledger.index.proof import _shared_prefix, _tail_digest
 from docket_git.ledger.index.schema import _meta
 
@@ -236,3 +238,72 @@ def parse(ledger: Path, data: bytes, *, records: bool = True, ix: Index | None =
 def _parse_over(ix: Index, ledger: Path, data: bytes, records: bool) -> store.Snapshot:
     shared, kept, lines = _shared_prefix(ix.conn, data)
     return store.parse(ledger, data, records=records, start=shared, line_no=lines, known=known(ix.conn, kept))
+
+
+class Briefed:
+    """A ledger opened for a briefing (``for_briefing``): where it is, the caller's settings for it, its
+    index proven current (``ix``) or a fresh clone's records in memory (``snapshot``), and its revision."""
+
+    __slots__ = ("ix", "path", "prepared", "revision", "short", "snapshot")
+
+    def __init__(
+        self,
+        path: Path | None,
+        prepared: object,
+        ix: Index | None = None,
+        snapshot: store.Snapshot | None = None,
+        revision: str = "",
+    ) -> None:
+        #: The ledger (None: there is none at or above the start).
+        self.path = path
+        #: What ``prepare`` gave for it.
+        self.prepared = prepared
+        self.ix = ix
+        self.snapshot = snapshot
+        #: SHA-256 of the ledger through its last record's line, and the 12 hex characters shown of it.
+        self.revision = revision
+        self.short = canonical.short(revision)
+
+
+@contextlib.contextmanager
+def for_briefing(
+    start: Path, ledger: Path | None, prepare: Callable[[Path | None], object], *, fresh: bool
+) -> Iterator[Briefed]:
+    """The ledger a briefing reads, opened in one call: settings -> index.
+
+    The ledger is ``ledger``, or found at or above ``start``; ``prepare(path)``
+    (the caller's settings, which may refuse them) runs before anything is
+    opened, with None when there is no ledger. Then, with the cyclic GC paused
+    (a briefing builds many short-lived, acyclic objects), a ``fresh`` read of a
+    ledger with no index yet is served from its records in memory and its index
+    built once this process has answered (d108); else the index is opened,
+    proven current, and closed on exit.
+    """
+    path = ledger if ledger is not None else store.find_ledger(start)
+    prepared = prepare(path)
+    if path is None:
+        yield Briefed(None, prepared)
+        return
+    with jsonl.gc_paused():
+        snapshot = _fresh_clone(path) if fresh else None
+        if snapshot is not None:
+            yield Briefed(path, prepared, snapshot=snapshot, revision=snapshot.revision())
+            return
+        with opened(path) as ix:
+            yield Briefed(path, prepared, ix=ix, revision=revision(ix)[0])
+
+
+def _fresh_clone(path: Path) -> store.Snapshot | None:
+    """A ledger with no index yet read in memory, its index built once this process has answered (d108).
+
+    None: the ledger has an index (or is too large to read in memory, or cannot be read: the indexed
+    read says why, or reads a stand-in).
+    """
+    if not first_use(path):
+        return None
+    try:
+        snapshot = store.read(path)
+    except store.LedgerError:
+        return None
+    build_later(path)
+    return snapshot

@@ -8,9 +8,10 @@ and scope points in a temporary table, ranked with their facts in SQL
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Iterable, Iterator
 
 from docket_git.ledger.index.schema import _count
 
@@ -155,59 +156,67 @@ _PREREQUISITES = (
 )
 
 
-def current_prerequisites(conn: sqlite3.Connection, ids: list[str]) -> Iterator[str]:
-    """The current records the records among ids depend on (one row per edge)."""
-    return (rid for (rid,) in conn.execute(_PREREQUISITES, (json.dumps(ids),)))
-
-
-def depends_of(conn: sqlite3.Connection) -> Callable[[str], list[str] | None]:
-    """Record ID -> its depends_on (None: none)."""
-
-    def fetch(rid: str) -> list[str] | None:
-        rows = conn.execute(
-            "SELECT target FROM relations WHERE source = ? AND type = 'depends_on' ORDER BY rowid", (rid,)
+def prerequisite_closure(conn: sqlite3.Connection, hits: Iterable[str]) -> set[str]:
+    """hits and their prerequisite closure through current records (depends_on, transitively): one query per level."""
+    targets = set(hits)
+    frontier = list(targets)
+    while frontier:
+        found = dict.fromkeys(
+            rid for (rid,) in conn.execute(_PREREQUISITES, (json.dumps(frontier),)) if rid not in targets
         )
-        return [t for (t,) in rows] or None
+        frontier = list(found)
+        targets.update(frontier)
+    return targets
 
-    return fetch
+
+#: Each relation ``OutlineReads.related`` reads: its query (?1: the record's ID), and whether no rows is None.
+_RELATED = {
+    "depends_on": ("SELECT target FROM relations WHERE source = ?1 AND type = 'depends_on' ORDER BY rowid", True),
+    "blocked_by": ("SELECT blocker FROM blocked_by WHERE decision = ?1 ORDER BY position", False),
+    "resolved_by": ("SELECT resolver FROM resolved_by WHERE question = ?1 ORDER BY position", True),
+    "incoming": (
+        "SELECT s.id FROM records s INDEXED BY records_facts WHERE +s.retired_by = '' AND s.id IN ("
+        " SELECT source FROM relations WHERE target = ?1 AND type != 'supersedes'"
+        " UNION SELECT question FROM resolved_by WHERE resolver = ?1"
+        ") ORDER BY s.seq",
+        True,
+    ),
+}
 
 
-def blocked_of(conn: sqlite3.Connection) -> Callable[[str], list[str] | None]:
-    """Decision ID -> its blocked_by (None for any other record)."""
+class OutlineReads:
+    """What a briefing's outline reads of the index when it opens, handed over in one call (``outline_reads``).
 
-    def fetch(rid: str) -> list[str] | None:
-        if not rid.startswith("d"):
+    The counts, the current pinned records and the last record's ID are read
+    at once; a record's relations (``related``) when asked for.
+    """
+
+    __slots__ = ("conn", "count", "last", "pinned", "retired")
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        #: How many records the index holds, and how many a later record supersedes.
+        self.count = _count(conn)
+        self.retired = retired_count(conn)
+        #: The current pinned records' IDs.
+        self.pinned = current_pinned(conn)
+        #: The last record's ID ("" in an empty index): the briefing's header names it.
+        self.last = id_at(conn, self.count - 1) if self.count else ""
+
+    def related(self, relation: str, rid: str) -> list[str] | None:
+        """A record's ``depends_on``, ``blocked_by`` (a decision's: [] when none; None for any other
+        record), ``resolved_by`` (a question's), or ``incoming`` (the current records citing it:
+        supports, depends_on, answers, a question it resolves); None: none."""
+        if relation == "blocked_by" and not rid.startswith("d"):
             return None  # only decisions have a blocked_by list
-        rows = conn.execute("SELECT blocker FROM blocked_by WHERE decision = ? ORDER BY position", (rid,))
-        return [b for (b,) in rows]
-
-    return fetch
-
-
-def resolvers_of(conn: sqlite3.Connection) -> Callable[[str], list[str] | None]:
-    """Question ID -> its resolved_by (None: none)."""
-
-    def fetch(rid: str) -> list[str] | None:
-        rows = conn.execute("SELECT resolver FROM resolved_by WHERE question = ? ORDER BY position", (rid,))
-        return [r for (r,) in rows] or None
-
-    return fetch
+        sql, none_when_empty = _RELATED[relation]
+        found = [r for (r,) in self.conn.execute(sql, (rid,))]
+        return None if none_when_empty and not found else found
 
 
-def incoming_of(conn: sqlite3.Connection) -> Callable[[str], list[str] | None]:
-    """Record ID -> the current records citing it (supports, depends_on, answers; a question it resolves)."""
-
-    def fetch(rid: str) -> list[str] | None:
-        rows = conn.execute(
-            "SELECT s.id FROM records s INDEXED BY records_facts WHERE +s.retired_by = '' AND s.id IN ("
-            " SELECT source FROM relations WHERE target = ?1 AND type != 'supersedes'"
-            " UNION SELECT question FROM resolved_by WHERE resolver = ?1"
-            ") ORDER BY s.seq",
-            (rid,),
-        )
-        return [r for (r,) in rows] or None
-
-    return fetch
+def outline_reads(conn: sqlite3.Connection) -> OutlineReads:
+    """What an outline reads of the index when it opens (``OutlineReads``), in one call."""
+    return OutlineReads(conn)
 
 
 # -- the ranking's strata ------------------------------------------------------------------------------
@@ -227,28 +236,25 @@ _NEXT_DEGREE = (
 )
 
 
-def strata(conn: sqlite3.Connection) -> list[tuple[int, int]]:
-    """The distinct (pinned, degree) pairs of current records, one index probe each, in order."""
+def strata(conn: sqlite3.Connection, without: str | None = None) -> list[tuple[int, int, Iterator[tuple[int, str]]]]:
+    """The distinct (pinned, degree) pairs of current records in order (one index probe each), each with its
+    records' (seq, ID), newest first; ``without``: a task's hits table whose records the strata skip.
+
+    A stratum's query runs when its rows are first read (``map`` calls ``conn.execute`` then): a caller
+    may still write the task's temporary tables before it reads.
+    """
+    sql = _STRATUM if without is None else _STRATUM_WITHOUT.format(table=without)
     pairs = []
     step = conn.execute
     pinned = step(_NEXT_PINNED, (-1,)).fetchone()[0]
     while pinned is not None:
         degree = step(_NEXT_DEGREE, (pinned, -1)).fetchone()[0]
         while degree is not None:
-            pairs.append((pinned, degree))
+            rows = itertools.chain.from_iterable(map(conn.execute, (sql,), ((pinned, degree),)))
+            pairs.append((pinned, degree, rows))
             degree = step(_NEXT_DEGREE, (pinned, degree)).fetchone()[0]
         pinned = step(_NEXT_PINNED, (pinned,)).fetchone()[0]
     return pairs
-
-
-def stratum_query(without: str | None = None) -> Callable[[sqlite3.Connection, int, int], Iterator[tuple[int, str]]]:
-    """A reader of one stratum's (seq, ID), newest first; ``without``: a task's hits table whose records it skips."""
-    sql = _STRATUM if without is None else _STRATUM_WITHOUT.format(table=without)
-
-    def stratum(conn: sqlite3.Connection, pinned: int, degree: int) -> Iterator[tuple[int, str]]:
-        return conn.execute(sql, (pinned, degree))
-
-    return stratum
 
 
 # -- a task's hits ---------------------------------------------------------------------------------------
