@@ -145,6 +145,10 @@ def test_non_utf8_line(repo: Repo) -> None:
         (["list", "--limit", "3"], "docket: list: no such option: --limit"),
         (["lst"], "docket: no such command 'lst'"),
         (["decision", "x", "--choice", "y", "--pin", "extra"], "docket: decision: got unexpected extra argument"),
+        (
+            ["claim", "x", "--scope", "a.py", "b.py"],
+            "docket: claim: got unexpected extra argument(s) (b.py); an option takes one value (repeat it: --scope a",
+        ),
     ],
 )
 def test_usage_errors_speak_docket_and_point_to_help(repo: Repo, args: list[str], first_line: str) -> None:

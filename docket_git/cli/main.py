@@ -117,6 +117,9 @@ def usage_error(exc: Exception) -> str:
     message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
     message = message.rstrip(".")
     message = message[:1].lower() + message[1:]
+    if message.startswith("got unexpected extra argument"):
+        # The usual slip: `--scope a b` (an option takes one value) or unquoted text with spaces.
+        message += "; an option takes one value (repeat it: --scope a --scope b), and text with spaces is quoted"
     if ctx is None:
         return f"docket: {message}"
     path = ctx.command_path
