@@ -126,3 +126,16 @@ def test_the_mcp_sdk_is_imported_by_docket_mcp_alone() -> None:
             if name != "docket_git.cli.mcp" or id(node) in top_level:
                 faults.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: imports {targets}")
     assert not faults, "the MCP SDK must load only when docket mcp serves:\n" + "\n".join(faults)
+
+
+#: The house rule: a module a reader can hold (issue 32).
+MAX_MODULE_LINES = 800
+
+
+def test_no_module_is_longer_than_a_reader_can_hold() -> None:
+    long = {
+        str(path.relative_to(PACKAGE)): n
+        for path in PACKAGE.rglob("*.py")
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert not long, f"split these modules (over {MAX_MODULE_LINES} lines): {long}"

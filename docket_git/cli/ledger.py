@@ -192,12 +192,13 @@ def check(
 ) -> None:
     """List every line or record replay skipped, with its line and reason (exit 1 if any)."""
     from docket_git.typed import api
+    from docket_git.typed.strict import strict_failure
 
     root, ledger = _resolve(name)
     found = api.diagnostics(root, ledger)
     rel = api.where(root, ledger)
     if not found:
-        why = api.strict_failure(root, ledger) if strict or ledger.strict else None
+        why = strict_failure(root, ledger) if strict or ledger.strict else None
         if why is None:
             typer.echo(f"docket: {rel} replays cleanly")
             return
@@ -205,7 +206,7 @@ def check(
         raise typer.Exit(1)
     if strict or ledger.strict:
         typer.echo(
-            f"docket: {rel} fails under --strict, where gh-aw's projection fails: {api.strict_failure(root, ledger)}"
+            f"docket: {rel} fails under --strict, where gh-aw's projection fails: {strict_failure(root, ledger)}"
         )
         typer.echo(f"docket: {rel} has {len(found)} diagnostic(s):")
     else:

@@ -123,11 +123,12 @@ def run_append(values: dict[str, Any]) -> None:
 def run_query(values: dict[str, Any]) -> None:
     """``docket ledger query NAME SQL [--json] [--strict]``."""
     from docket_git.typed import api
+    from docket_git.typed.strict import strict_error
 
     bounds = limits.limits(values)
     root, ledger = resolve(values["name"])
     if values["strict"] or ledger.strict:
-        refusal = api.strict_error(root, ledger)
+        refusal = strict_error(root, ledger)
         if refusal is not None:
             raise refusal
     columns, rows = api.query(root, ledger, values["sql"], bounds)
