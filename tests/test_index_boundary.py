@@ -20,6 +20,7 @@ INSIDE = PACKAGE / "ledger" / "index"
 #: Files whose SQL names a table of the same name that is not the index's, or SQL a user types.
 ELSEWHERE = {
     "typed/api.py": "a typed ledger's own projection database has a records table",
+    "typed/strict.py": "a typed ledger's own projection database has a records table",
     "typed/replay.py": "a typed ledger's own projection database has a records table",
     "cli/sql.py": "help text: the SQL a user gives docket sql",
     "cli/examples.py": "help text: the SQL a user gives docket sql",
