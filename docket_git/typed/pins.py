@@ -155,29 +155,18 @@ def union(ours: bytes, theirs: bytes) -> bytes:
     return payload
 
 
-def faults(rel: str, staged: bytes | None, parents: list[tuple[str, bytes]]) -> list[str]:
-    """What is wrong with a staged pins file: a line that is not a pin, a committed line lost."""
-    out: list[str] = []
-    if staged is None:
-        if parents:
-            out.append(f"{rel} is staged for deletion, and citation pins are append-only; git checkout HEAD -- {rel}")
-        return out
-    if staged and not staged.endswith(b"\n"):
-        out.append(f"{rel} (staged) does not end with a newline")
+def _line_faults(staged: bytes) -> list[str]:
     for number, raw in enumerate(staged.split(b"\n"), start=1):
         if raw and parse_line(raw) is None:
-            out.append(
-                f"{rel} (staged) line {number}: not a citation pin ({{citation, commit?, content_sha256, record_id}} "
+            return [
+                f"line {number}: not a citation pin ({{citation, commit?, content_sha256, record_id}} "
                 f"in canonical JSON); docket writes this file, never edit it by hand"
-            )
-            break
-    lines = set(staged.split(b"\n"))
-    for label, committed in parents:
-        for number, raw in enumerate(committed.split(b"\n"), start=1):
-            if raw and raw not in lines:
-                out.append(
-                    f"{rel} (staged): line {number} of {label}'s version is changed or missing, and citation "
-                    f"pins are append-only; restore it with 'git checkout {label} -- {rel}'"
-                )
-                break
-    return out
+            ]
+    return []
+
+
+def faults(rel: str, staged: bytes | None, parents: list[tuple[str, bytes]]) -> list[str]:
+    """What is wrong with a staged pins file: a line that is not a pin, a committed line lost."""
+    from docket_git.typed.staged import append_only
+
+    return append_only(rel, staged, parents, "citation pins", _line_faults)

@@ -10,6 +10,7 @@ changing or dropping a record is not. A ledger's citation pins file
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from pathlib import Path
 
 from docket_git.typed import envelope, pins
@@ -74,30 +75,45 @@ def _not_regular(staged: list[tuple[str, int]]) -> list[str]:
     return out
 
 
-def faults(rel: str, staged: bytes | None, parents: list[tuple[str, bytes]]) -> list[str]:
-    """What is wrong with one staged typed ledger file, given the committed versions (label, bytes)."""
+def append_only(
+    rel: str,
+    staged: bytes | None,
+    parents: list[tuple[str, bytes]],
+    what: str,
+    line_faults: Callable[[bytes], list[str]],
+    fix: str = "",
+) -> list[str]:
+    """What is wrong with one staged append-only file (a typed ledger, a pins file), given the committed
+    versions (label, bytes): deleted, no final newline, what line_faults finds, a committed line lost."""
     out: list[str] = []
     if staged is None:
         if parents:
-            out.append(f"{rel} is staged for deletion, and typed ledgers are append-only; git checkout HEAD -- {rel}")
+            out.append(f"{rel} is staged for deletion, and {what} are append-only; git checkout HEAD -- {rel}")
         return out
     if staged and not staged.endswith(b"\n"):
         out.append(f"{rel} (staged) does not end with a newline")
-    _, diagnostics = envelope.read(staged)
-    for found in diagnostics:
-        fix = "; run 'docket ledger compact'" if found.code == "duplicate-record" else ""
-        out.append(f"{rel} (staged) {found}{fix}")
+    out += [f"{rel} (staged) {fault}" for fault in line_faults(staged)]
     lines = set(staged.split(b"\n"))
     for label, committed in parents:
         for number, raw in envelope.split_lines(committed):
             if raw not in lines:
                 out.append(
-                    f"{rel} (staged): line {number} of {label}'s version is changed or missing, and typed "
-                    f"ledgers are append-only; restore it with 'git checkout {label} -- {rel}' and append "
-                    f"new operations with 'docket ledger append'"
+                    f"{rel} (staged): line {number} of {label}'s version is changed or missing, and {what} "
+                    f"are append-only; restore it with 'git checkout {label} -- {rel}'{fix}"
                 )
                 break
     return out
+
+
+def _ledger_line_faults(staged: bytes) -> list[str]:
+    fix = {"duplicate-record": "; run 'docket ledger compact'"}
+    return [f"{found}{fix.get(found.code, '')}" for found in envelope.read(staged)[1]]
+
+
+def faults(rel: str, staged: bytes | None, parents: list[tuple[str, bytes]]) -> list[str]:
+    """What is wrong with one staged typed ledger file, given the committed versions (label, bytes)."""
+    fix = " and append new operations with 'docket ledger append'"
+    return append_only(rel, staged, parents, "typed ledgers", _ledger_line_faults, fix)
 
 
 def check(root: Path, against: str | None = None) -> list[str]:
