@@ -8,7 +8,9 @@ import contextlib
 import hashlib
 import json
 import os
+import random
 import sqlite3
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -353,6 +355,7 @@ def _append_branch(
                     try:
                         commit = branch.append(root, source, named, message, b"".join(pinned))
                     except branch.Moved:
+                        time.sleep(random.uniform(0, 0.02))  # writers that collided do not collide again in step
                         continue
                     if len(named) == 1:  # the lines after the new shard's place move down by what it added
                         conn.execute(

@@ -364,19 +364,19 @@ def append(root: Path, source: Source, shards: list[tuple[str, bytes]], message:
     parents = [pygit2.Oid(hex=p) for p in source.parents]
     commit = repo.create_commit(None, author, committer, message, tree, parents)
     reflog = f"docket: {message.splitlines()[0]}"
-    if source.local is None:
-        try:
+    try:
+        if source.local is None:
             repo.create_reference_direct(refname, commit, False, message=reflog)
-        except pygit2.AlreadyExistsError:
-            raise Moved() from None
-    else:
-        ref = repo.references[refname]
-        if str(ref.target) != source.local:
-            raise Moved()
-        try:
+        else:
+            ref = repo.references[refname]
+            if str(ref.target) != source.local:
+                raise Moved()
             ref.set_target(commit, reflog)
-        except pygit2.GitError as exc:
-            if "does not match" in str(exc):
-                raise Moved() from None
-            raise BranchError(f"cannot move {refname}: {exc}") from None
+    except pygit2.AlreadyExistsError:
+        raise Moved() from None
+    except (pygit2.GitError, OSError) as exc:
+        # Another writer moved the ref since the read, or holds its lock file right now: read again.
+        if "does not match" in str(exc) or ".lock" in str(exc):
+            raise Moved() from None
+        raise BranchError(f"cannot move {refname}: {exc}") from None
     return str(commit)
