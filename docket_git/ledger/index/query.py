@@ -213,15 +213,3 @@ def line_facts(conn: sqlite3.Connection, rid: str) -> tuple[int, int, str, str, 
     return conn.execute(
         "SELECT line_offset, line_length, line_digest, kind, retired_by FROM records WHERE id = ?", (rid,)
     ).fetchone()
-
-
-def blockers(conn: sqlite3.Connection, rid: str) -> list[str]:
-    """A decision's blocked_by, through the per-decision index."""
-    sql = "SELECT blocker FROM blocked_by WHERE decision = ? ORDER BY rowid"
-    return [blocker for (blocker,) in conn.execute(sql, (rid,))]
-
-
-def resolvers(conn: sqlite3.Connection, rid: str) -> list[str]:
-    """A question's resolved_by, through the per-question index."""
-    sql = "SELECT resolver FROM resolved_by WHERE question = ? ORDER BY rowid"
-    return [resolver for (resolver,) in conn.execute(sql, (rid,))]
