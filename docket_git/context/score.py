@@ -15,6 +15,7 @@ from collections.abc import Set as AbstractSet
 
 from docket_git.context import scope as scoping
 from docket_git.context.outline import Outline, Ranking, TaskHits, base_score
+from docket_git.ledger.index import query_needles
 from docket_git.ledger.model import searchable
 from docket_git.plain import Plain
 
@@ -60,16 +61,6 @@ class Score(Plain):
         return ", ".join(out)
 
 
-def haystack(record: dict) -> str:
-    """The casefolded text a query is matched in: id, text, rationale, choice, alternatives, scope."""
-    return searchable(record).casefold()
-
-
-def query_terms(query: str) -> list[str]:
-    """The query's distinct casefolded whitespace-separated terms, in order."""
-    return list(dict.fromkeys(query.casefold().split()))
-
-
 def text_points(haystacks: dict[str, str], query: str) -> dict[str, int]:
     """Record ID -> query points (uncapped) for records that match at all.
 
@@ -87,10 +78,9 @@ def record_points(records: list[dict], query: str) -> dict[str, int]:
 
 
 def _points(ids: list[str], hays: list[str], query: str) -> dict[str, int]:
-    terms = query_terms(query)
+    terms, phrase = query_needles(query)
     if not terms:
         return {}
-    phrase = " ".join(query.casefold().split())
     n = len(ids)
     # One string for the whole corpus: str.find runs in C and each hit skips to the next
     # record, so a rare term costs almost nothing. NUL separates records; if a record holds

@@ -85,6 +85,7 @@ from docket_git.ledger.index.query import (
     mask_points,
     matching_rows,
     named_by_open_questions,
+    query_needles,
     text_points,
 )
 from docket_git.ledger.index.reads import (
@@ -168,6 +169,7 @@ __all__ = [
     "pinned_hits",
     "prefix_digest",
     "prerequisite_closure",
+    "query_needles",
     "ranked_hits",
     "read",
     "record_facts",
