@@ -193,50 +193,11 @@ _SHORTEST_LABEL = "changed"
 _SHORTEST_CLOSING = "selection: score 0"
 
 
-def _json_floor(value: list) -> int:
-    """A lower bound on ``len(json.dumps(value))`` for a list of strings or of string lists."""
-    n = 2 * len(value)  # ", " between items, and the brackets
-    for item in value:
-        n += _json_floor(item) if isinstance(item, list) else len(item) + 2
-    return n
-
-
 def block_floor(view: dict) -> int:
-    """A cheap lower bound on the length of any block of this record, whatever its label.
-
-    Counts every line with its plain length (JSON and continuation indents
-    only add), the shortest label and the shortest closing line; no JSON is
-    encoded, so the selector can refuse most oversized blocks without rendering them.
-    """
-    kind = view["kind"]
-    n = len(f"### {view['id']} | {kind} | {view['state']} [{_SHORTEST_LABEL}]\n")
-    n += len(ROLE[kind]) + 7 + len(view["text"]) + 7
-    if kind == "decision":
-        n += len(view.get("choice", "")) + 9 + len("applicable: true\n")
-        alternatives = [a for a in view.get("alternatives") or () if a != view.get("choice")]
-        if alternatives:
-            n += 15 + _json_floor(alternatives)
-        if view.get("blocked_by"):
-            n += 13 + _json_floor(view["blocked_by"])
-        if view.get("decided_by"):
-            n += 13 + len(view["decided_by"])
-    for name in ("scope", "supports", "depends_on", "answers", "supersedes"):
-        if view.get(name):
-            n += len(name) + 3 + _json_floor(view[name])
-    rationale = view.get("rationale") or ""
-    if rationale and rationale not in (view["text"], view.get("choice")):
-        n += 12 + len(rationale)
-    for name in ("revisit", "cost_if_wrong"):
-        if view.get(name):
-            n += len(name) + 3 + len(view[name])
-    if view.get("evidence"):
-        n += len(EVIDENCE_NOTE) + 1 + 12
-    warning = _warning(view)
-    if warning:
-        n += len(warning) + 1
-    if view.get("resolved_by"):
-        n += 14 + _json_floor(view["resolved_by"])
-    return n + len(_provenance(view)) + 1 + len(_SHORTEST_CLOSING) + 1
+    """A lower bound on the length of any block of this record: its block with the shortest label,
+    no blocking chains and the shortest closing line (the selector refuses a record that cannot fit
+    even so, before it builds the record's entry)."""
+    return len(block(Entry(view, _SHORTEST_LABEL, note=_SHORTEST_CLOSING)))
 
 
 #: No block is shorter than this (a one-letter claim with empty provenance).
