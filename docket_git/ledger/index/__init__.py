@@ -86,6 +86,7 @@ from docket_git.ledger.index.query import (
     matching_rows,
     named_by_open_questions,
     query_needles,
+    task_hits,
     text_points,
 )
 from docket_git.ledger.index.reads import (
@@ -107,7 +108,6 @@ from docket_git.ledger.index.reads import (
     scope_holders,
     scope_strings,
     strata,
-    task_hits,
 )
 from docket_git.ledger.index.schema import SCHEMA, TABLE_NAMES, TAIL, db_path, scope_kind
 

@@ -13,7 +13,6 @@ import json
 import sqlite3
 from collections.abc import Iterable, Iterator
 
-from docket_git.ledger.index.query import MAX_TERMS, match_query, nul_haystack, query_needles, temp_name
 from docket_git.ledger.index.schema import _count
 
 #: A record's facts, as the functions below return them: (seq, retired_by, degree, pinned).
@@ -251,42 +250,6 @@ _SEED_BY_HIT = (
     " ON p.source = h.seq{outside}"
 )
 _SEED_BY_EDGE = "SELECT p.target FROM prerequisites p CROSS JOIN temp.{table} h ON h.seq = p.source{outside}"
-
-
-def task_hits(
-    conn: sqlite3.Connection, query: str, scope_rows: list[tuple[int, int, int]], current: int
-) -> tuple[str, list[int], int] | None:
-    """A task's hits in a new temporary table: its name, each mask bit's query points (``match_query``), how many.
-
-    ``current``: how many records are current; ``scope_rows``: (seq, scope points, via rename) of the
-    task's scope hits. None when SQL cannot rank the query: no term, more than MAX_TERMS, a NUL in
-    the query or in a current record's haystack, or no temporary tables on this connection. The
-    tables (and ``<table>_retired``, the retired records' seqs) are written before any ranking
-    reads: DDL would abort the statements reading.
-    """
-    terms, phrase = query_needles(query)
-    if not terms or len(terms) > MAX_TERMS or "\x00" in phrase or nul_haystack(conn):
-        return None
-    table = temp_name("docket_hits")
-    try:  # a row per hit: seq, the query's mask, scope points, via rename
-        conn.execute(
-            f"CREATE TEMP TABLE {table} (seq INTEGER PRIMARY KEY, mask INTEGER NOT NULL,"
-            " scope INTEGER NOT NULL DEFAULT 0, renamed INTEGER NOT NULL DEFAULT 0)"
-        )
-        conn.execute(f"CREATE TEMP TABLE {table}_retired (seq INTEGER PRIMARY KEY)")
-    except sqlite3.Error:
-        return None
-    conn.execute(
-        f"INSERT INTO temp.{table}_retired SELECT seq FROM records INDEXED BY records_rank WHERE retired_by > ''"
-    )
-    points = match_query(conn, terms, phrase, table, current)
-    # Scope hits join the query's (their scope points); records no query term hit are added.
-    conn.executemany(
-        f"INSERT INTO temp.{table} (seq, mask, scope, renamed) VALUES (?, 0, ?, ?)"
-        " ON CONFLICT (seq) DO UPDATE SET scope = excluded.scope, renamed = excluded.renamed",
-        scope_rows,
-    )
-    return table, points, conn.execute(f"SELECT count(*) FROM temp.{table}").fetchone()[0]
 
 
 def pinned_hits(conn: sqlite3.Connection, table: str) -> Iterator[tuple[int, str, int, int, int, int]]:
