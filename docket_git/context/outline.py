@@ -131,10 +131,6 @@ class Lines(Mapping[str, dict]):
                 self._parsed[rid] = record
         return [self._parsed[rid] for rid in ids]
 
-    def prefix_digest(self, rid: str) -> str:
-        """SHA-256 of the ledger bytes up to and including rid's line."""
-        return ledger_index.prefix_digest(self.ix, rid)
-
     def __iter__(self) -> Iterator[str]:
         return iter(self._pos)
 
