@@ -202,17 +202,31 @@ class Outline:
         degrees: dict[str, int] = {}
         #: Record ID -> current records citing it, in file order: the reverse index expansion walks.
         incoming: dict[str, list[str]] = {}
-        self.degrees: Mapping[str, int] = degrees
-        self.incoming: Mapping[str, list[str]] = incoming
+        #: Current pinned records.
+        pinned: set[str] = set()
+        #: Scope string as recorded -> the current records carrying it, in file order.
+        scopes: dict[str, list[str]] = {}
+        #: Decision -> its depends_on, for decisions that have one (coverage walks these).
+        depends: dict[str, list[str]] = {}
         for record in records:
+            rid = record["id"]
             refs = [ref for group in record.get("supports") or () for ref in group]
             refs.extend(record.get("depends_on") or ())
             refs.extend(record.get("answers") or ())
             for ref in refs:
                 degrees[ref] = degrees.get(ref, 0) + 1
-            if refs and record["id"] in current:
-                for ref in dict.fromkeys(refs):
-                    incoming.setdefault(ref, []).append(record["id"])
+            if record.get("depends_on"):
+                depends[rid] = record["depends_on"]
+            if rid not in current:
+                continue
+            for ref in dict.fromkeys(refs):
+                incoming.setdefault(ref, []).append(rid)
+            if record.get("pinned"):
+                pinned.add(rid)
+            for value in record.get("scope") or ():
+                holders = scopes.setdefault(value, [])
+                if not holders or holders[-1] != rid:
+                    holders.append(rid)
         for question, answering in self.derived.resolved_by.items():  # a question cites what resolves it
             for ref in answering:
                 degrees[ref] = degrees.get(ref, 0) + 1
@@ -221,27 +235,11 @@ class Outline:
         for holders in incoming.values():
             if len(holders) > 1:  # resolving questions were added after the citing records
                 holders.sort(key=self.pos.__getitem__)
-        #: Current pinned records.
-        self.pinned: AbstractSet[str] = set()
-        #: Scope string as recorded -> the current records carrying it, in file order.
-        self.scopes: Mapping[str, list[str]] = {}
-        #: Decision -> its depends_on, for decisions that have one (coverage walks these).
-        self.depends: Mapping[str, list[str]] = {}
-        pinned, scopes, depends = self.pinned, self.scopes, self.depends
-        for record in records:
-            rid = record["id"]
-            if record.get("depends_on"):
-                depends[rid] = record["depends_on"]  # type: ignore[index]
-            if rid not in current:
-                continue
-            if record.get("pinned"):
-                pinned.add(rid)  # type: ignore[attr-defined]
-            for value in record.get("scope") or ():
-                holders = scopes.get(value)
-                if holders is None:
-                    scopes[value] = [rid]  # type: ignore[index]
-                elif holders[-1] != rid:
-                    holders.append(rid)
+        self.degrees: Mapping[str, int] = degrees
+        self.incoming: Mapping[str, list[str]] = incoming
+        self.pinned: AbstractSet[str] = pinned
+        self.scopes: Mapping[str, list[str]] = scopes
+        self.depends: Mapping[str, list[str]] = depends
         self._hits: dict[tuple, list[HitRow]] = {}
 
     @staticmethod
