@@ -330,22 +330,16 @@ def footer(t: Tally) -> str:
     if t.related_in_index > 0:
         lines.append(f"# Related records in index only: {t.related_in_index}; formulas remain complete.")
     if t.coverage == "none":
-        if unlisted > 0:
-            lines.append("# No task matches; the index names the highest-scoring current records.")
-        else:
-            lines.append("# No task matches; the index names every current record.")
+        named = "the highest-scoring current records" if unlisted > 0 else "every current record"
+        lines.append(f"# No task matches; the index names {named}.")
         lines.append("# Coverage: no matches found. Selected ledger data only.")
-    elif t.coverage == "task":
-        if t.uncovered:
-            lines.append(f"# Coverage: partial, {t.uncovered} in the index only. Selected ledger data only.")
-        else:
-            lines.append("# Coverage: task matches and their prerequisites covered. Selected ledger data only.")
     elif t.uncovered:
         lines.append(f"# Coverage: partial, {t.uncovered} in the index only. Selected ledger data only.")
+    elif t.coverage == "task":
+        lines.append("# Coverage: task matches and their prerequisites covered. Selected ledger data only.")
     else:
         lines.append("# Coverage: every current record in full text. Selected ledger data only.")
-    lines.append(GROUNDS)
-    lines.append(RETRIEVE)
+    lines += [GROUNDS, RETRIEVE]
     return "\n".join(lines) + "\n"
 
 
