@@ -259,7 +259,7 @@ def _appended_since(
     baseline, or a supersession after it.
     """
     rid, digest = delta.parse_since(since)
-    if not model.is_id(rid) or (digest is not None and not delta.DIGEST_RE.match(digest)):
+    if not model.is_id(rid) or (digest is not None and not model.DIGEST_RE.match(digest)):
         return None
     position = found.pos.get(rid)
     lines = found.records

@@ -1,10 +1,9 @@
 """``--since``: what changed after a baseline record.
 
 The delta is a pure function of two record lists, the baseline's and the
-current ledger's, so the baseline can come from anywhere: today from a
-prefix of the current file (``resolve_baseline``), later from the ledger at
-an older commit when a merge has renumbered the tail. ``id_map`` then maps
-baseline IDs to current ones.
+current ledger's, so the baseline can come from a prefix of the current file
+(``resolve_baseline``) or from the ledger at an older commit, with ``id_map``
+mapping its IDs to current ones when a merge has renumbered the tail.
 """
 
 from __future__ import annotations
@@ -18,8 +17,6 @@ from docket_git.context.select import blocking_chains, chain_text
 from docket_git.ledger import model
 from docket_git.ledger.project import Derived, derive, is_available, project, view
 from docket_git.plain import Plain
-
-DIGEST_RE = model.DIGEST_RE
 
 
 class Delta(Plain):
@@ -53,7 +50,7 @@ def resolve_baseline(snapshot, value: str) -> list[dict] | None:
     if position is None:
         return None
     if digest is not None:
-        if not DIGEST_RE.match(digest):
+        if not model.DIGEST_RE.match(digest):
             return None
         if not snapshot.prefix_digest(position).startswith(digest.lower()):
             return None
