@@ -69,9 +69,8 @@ def compose_delta(
     limit = max_chars if max_chars is not None else settings["budget"]["target"]
     change = delta.delta(baseline, snapshot.records, id_map)
     meta = _snapshot_meta(snapshot, identity, settings)
-    moved = delta.renumbered_map(id_map)
     detail = settings["index"]["detail_min"]
-    return delta.render_delta(change, meta, since, limit=limit, detail=detail, renumbered=moved)
+    return delta.render_delta(change, meta, since, limit=limit, detail=detail, id_map=id_map)
 
 
 def build_briefing(

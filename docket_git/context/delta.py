@@ -107,45 +107,32 @@ def appended(outline: Outline, position: int) -> Delta | None:
     return Delta(added, [], _chains(added, records, derived))
 
 
-def changed_line(d: Delta) -> str:
-    """``# changed: A added, L no longer available.``"""
-    return f"# changed: {len(d.added)} added, {len(d.lost)} no longer available.\n"
-
-
 #: At most this many ``old -> new`` pairs are named on the renumbered line.
 RENUMBERED_SHOWN = 20
 
 
-def renumbered_map(id_map: Mapping[str, str] | None) -> dict[str, str]:
-    """The baseline IDs a merge, rebase or cherry-pick gave another ID since: old -> current."""
-    return {old: new for old, new in (id_map or {}).items() if new and new != old}
-
-
-def renumbered_line(since: str, moved: Mapping[str, str]) -> str:
-    """``# renumbered since d3@...: c2 -> c3, d3 -> d4`` ("" when nothing moved)."""
-    if not moved:
-        return ""
-    pairs = [f"{old} -> {new}" for old, new in moved.items()]
-    more = f" and {len(pairs) - RENUMBERED_SHOWN} more" if len(pairs) > RENUMBERED_SHOWN else ""
-    return f"# renumbered since {since}: {', '.join(pairs[:RENUMBERED_SHOWN])}{more}\n"
-
-
 def render_delta(
-    d: Delta, meta: Meta, since: str, *, limit: int, detail: int, renumbered: Mapping[str, str] | None = None
+    d: Delta, meta: Meta, since: str, *, limit: int, detail: int, id_map: Mapping[str, str] | None = None
 ) -> str:
     """The delta briefing: blocks labelled ``changed`` while they fit, then index lines at detail.
 
-    ``renumbered`` (baseline ID -> current ID) adds one line before the records,
-    so an agent holding the baseline's IDs learns what they are called now.
+    ``id_map`` (baseline ID -> current ID): the IDs a merge, rebase or cherry-pick changed since
+    are named on one line before the records, so an agent holding the baseline's IDs learns what
+    they are called now (``# renumbered since d3@...: c2 -> c3, d3 -> d4``).
     """
     since_id = parse_since(since)[0]
-    moved = renumbered_line(since, renumbered or {})
+    pairs = [f"{old} -> {new}" for old, new in (id_map or {}).items() if new and new != old]
+    moved = ""
+    if pairs:
+        more = f" and {len(pairs) - RENUMBERED_SHOWN} more" if len(pairs) > RENUMBERED_SHOWN else ""
+        moved = f"# renumbered since {since}: {', '.join(pairs[:RENUMBERED_SHOWN])}{more}\n"
+    changed = f"# changed: {len(d.added)} added, {len(d.lost)} no longer available.\n"
     first = f"# docket: {render.clip(render.one_line(meta.identity), render.IDENTITY_CLIP)}"
     first += f" | revision: {meta.revision} | latest: {meta.latest}@{meta.revision} | since: {since_id}\n"
-    head = first + changed_line(d) + moved
+    head = first + changed + moved
     if len(head) > limit:
         short = f"# docket: {render.clip(render.one_line(meta.identity), render.SHORT_IDENTITY_CLIP)}"
-        head = short + f" | revision: {meta.revision} | since: {since_id}\n" + changed_line(d) + moved
+        head = short + f" | revision: {meta.revision} | since: {since_id}\n" + changed + moved
         if len(head) > limit:
             head = head[: -len(moved)] if moved else head
         if len(head) > limit:

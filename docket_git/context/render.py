@@ -87,7 +87,7 @@ def files_line(files: list[str]) -> str:
     return f"# files: {len(files)} paths, {digest}: {clip(joined, FILES_CLIP)}\n"
 
 
-def header(meta: Meta, *, mode: str, query: str, files: list[str], since: str | None = None) -> str:
+def header(meta: Meta, *, mode: str, query: str, files: list[str]) -> str:
     """The full header: identity line, legend, query, files and selection lines, then a blank line."""
     first = f"# docket: {clip(one_line(meta.identity), IDENTITY_CLIP)} | revision: {meta.revision}"
     first += f" | latest: {meta.latest}@{meta.revision}"
