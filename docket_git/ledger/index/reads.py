@@ -180,12 +180,7 @@ def related(conn: sqlite3.Connection, relation: str, rid: str) -> list[str] | No
 
 _STRATUM = (
     "SELECT seq, id FROM records INDEXED BY records_rank"
-    " WHERE retired_by = '' AND pinned = ? AND degree = ? ORDER BY seq DESC"
-)
-_STRATUM_WITHOUT = (
-    "SELECT seq, id FROM records INDEXED BY records_rank"
-    " WHERE retired_by = '' AND pinned = ? AND degree = ?"
-    " AND NOT EXISTS (SELECT 1 FROM temp.{table} t WHERE t.seq = records.seq) ORDER BY seq DESC"
+    " WHERE retired_by = '' AND pinned = ? AND degree = ?{without} ORDER BY seq DESC"
 )
 _NEXT_PINNED = "SELECT min(pinned) FROM records INDEXED BY records_rank WHERE retired_by = '' AND pinned > ?"
 _NEXT_DEGREE = (
@@ -200,7 +195,8 @@ def strata(conn: sqlite3.Connection, without: str | None = None) -> list[tuple[i
     A stratum's query runs when its rows are first read (``map`` calls ``conn.execute`` then): a caller
     may still write the task's temporary tables before it reads.
     """
-    sql = _STRATUM if without is None else _STRATUM_WITHOUT.format(table=without)
+    skip = f" AND NOT EXISTS (SELECT 1 FROM temp.{without} t WHERE t.seq = records.seq)" if without else ""
+    sql = _STRATUM.format(without=skip)
     pairs = []
     step = conn.execute
     pinned = step(_NEXT_PINNED, (-1,)).fetchone()[0]
