@@ -104,7 +104,7 @@ def build_briefing(
 
     def prepare(path: Path | None) -> config.Settings | None:
         """The settings for the ledger found (raising before anything is opened); None: no ledger."""
-        settings = config.for_ledger(path) if path is not None else None
+        settings = config.load(path.parent / config.CONFIG_NAME) if path is not None else None
         if max_chars is not None:
             check_max_chars(max_chars, settings if settings is not None else config.defaults())
         return settings

@@ -147,11 +147,6 @@ def _raw(path: Path) -> dict | None:
     return raw
 
 
-def for_ledger(ledger: Path) -> Settings:
-    """The settings beside a ledger: ``.docket/config.toml``."""
-    return load(ledger.parent / CONFIG_NAME)
-
-
 def fingerprint(settings: Settings) -> str | None:
     """None for the defaults, else 8 hex of SHA-256 over the settings' canonical JSON."""
     if settings == DEFAULTS:
