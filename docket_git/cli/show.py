@@ -104,9 +104,9 @@ def _derived(conn: Any, rid: str, kind: str, retired_by: str) -> project.Derived
     if retired_by:
         derived.retired_by[rid] = retired_by
     if kind == "decision":
-        derived.blocked[rid] = index.blockers(conn, rid)
+        derived.blocked[rid] = index.related(conn, "blocked_by", rid) or []
     elif kind == "question":
-        resolvers = index.resolvers(conn, rid)
+        resolvers = index.related(conn, "resolved_by", rid)
         if resolvers:
             derived.resolved_by[rid] = resolvers
     return derived

@@ -34,33 +34,21 @@ class Briefing(Plain):
         self.baseline = baseline
 
 
-def meta_for(snapshot: store.Snapshot, identity: str, settings: config.Settings) -> Meta:
-    """The header's ledger facts: digests over the raw ledger bytes, shown as 12 hex."""
-    latest = snapshot.records[-1]["id"] if snapshot.records else ""
-    return _meta(identity, canonical.short(snapshot.revision()), latest, settings)
-
-
 def _meta(identity: str, short: str, latest: str, settings: config.Settings) -> Meta:
     """The header's ledger facts; ``short``: the revision as shown (``canonical.short``)."""
-    return Meta(
-        identity=identity,
-        revision=short,
-        latest=latest,
-        fingerprint=config.fingerprint(settings),
-    )
+    return Meta(identity=identity, revision=short, latest=latest, fingerprint=config.fingerprint(settings))
 
 
-def identity_of(ledger: Path) -> str:
-    """How the header names a ledger: the name of the directory that holds ``.docket/``."""
-    root = ledger.parent.parent
-    return root.name or str(root)
+def _snapshot_meta(snapshot: store.Snapshot, identity: str, settings: config.Settings) -> Meta:
+    latest = snapshot.records[-1]["id"] if snapshot.records else ""
+    return _meta(identity, canonical.short(snapshot.revision()), latest, settings)
 
 
 def compose(snapshot: store.Snapshot, settings: config.Settings, request: Request, *, identity: str) -> str:
     """The full briefing for a read snapshot ("" when empty); no I/O. ``request.files`` is final."""
     if not snapshot.records:
         return ""
-    return select_outline(Outline(snapshot.records), settings, request, meta_for(snapshot, identity, settings))
+    return select_outline(Outline(snapshot.records), settings, request, _snapshot_meta(snapshot, identity, settings))
 
 
 def compose_delta(
@@ -80,32 +68,9 @@ def compose_delta(
     """
     limit = max_chars if max_chars is not None else settings["budget"]["target"]
     change = delta.delta(baseline, snapshot.records, id_map)
-    meta = meta_for(snapshot, identity, settings)
-    moved = delta.renumbered_map(id_map)
+    meta = _snapshot_meta(snapshot, identity, settings)
     detail = settings["index"]["detail_min"]
-    return delta.render_delta(change, meta, since, limit=limit, detail=detail, renumbered=moved)
-
-
-def task_files(
-    root: Path,
-    settings: config.Settings,
-    *,
-    query: str,
-    files: Sequence[str],
-    all_records: bool,
-    auto_scope: bool | None,
-) -> list[str]:
-    """The file scope: ``--file`` values, plus auto-scope when asked for or implied.
-
-    Auto-scope runs when forced (``auto_scope=True``), or by default when no
-    query, file or ``--all`` states the task; ``auto_scope=False`` disables it.
-    """
-    explicit = [scope.task_file(f, root) for f in files if f.strip()]
-    run = auto_scope if auto_scope is not None else not (query.strip() or explicit or all_records)
-    if not run:
-        return list(dict.fromkeys(explicit))
-    found = scope.auto_scope(root, settings["auto_scope"]["limit"])
-    return list(dict.fromkeys([*explicit, *found]))
+    return delta.render_delta(change, meta, since, limit=limit, detail=detail, id_map=id_map)
 
 
 def build_briefing(
@@ -139,7 +104,7 @@ def build_briefing(
 
     def prepare(path: Path | None) -> config.Settings | None:
         """The settings for the ledger found (raising before anything is opened); None: no ledger."""
-        settings = config.for_ledger(path) if path is not None else None
+        settings = config.load(path.parent / config.CONFIG_NAME) if path is not None else None
         if max_chars is not None:
             check_max_chars(max_chars, settings if settings is not None else config.defaults())
         return settings
@@ -151,34 +116,40 @@ def build_briefing(
         if path is None or settings is None:
             return Briefing("")
         assert isinstance(settings, dict)
-        identity = identity_of(path if root is None else root / store.LEDGER_DIR / store.LEDGER_NAME)
-        task = {"query": query, "files": files, "all_records": all_records, "auto_scope": auto_scope, "root": root}
+        # The repository the briefing is about: the one holding .docket/; its name heads the briefing.
+        home = root if root is not None else path.parent.parent
+        task = _Task(home, home.name or str(home), query, files, all_records, auto_scope)
         snapshot, ix = opened.snapshot, opened.ix
         if snapshot is not None:
             if not snapshot.records:
                 return Briefing("")
-            outline = Outline(snapshot.records)
-            return _full(path, outline, opened.short, settings, identity, [], max_chars=max_chars, **task)
+            return _full(Outline(snapshot.records), opened.short, settings, task, [], max_chars)
         assert ix is not None
         # A stand-in for a ledger committed broken (ledger.broken): the briefing says so in its first line.
         head = f"# {ix.note}\n" if ix.note else ""
         withdraw(ix.note)
         budget = max_chars - len(head) if max_chars is not None else None
-        briefing = _brief(opened, settings, identity, since=since, max_chars=budget, **task)
+        briefing = _brief(opened, settings, task, since, budget)
         briefing.text = head + briefing.text
         return briefing
 
 
+class _Task(Plain):
+    """What ``build_briefing`` was asked, and where: the repository (``home``) and the name heading it."""
+
+    __slots__ = ("all_records", "auto_scope", "files", "home", "identity", "query")
+
+    def __init__(
+        self, home: Path, identity: str, query: str, files: Sequence[str], all_records: bool, auto_scope: bool | None
+    ) -> None:
+        self.home, self.identity, self.query, self.files = home, identity, query, files
+        self.all_records, self.auto_scope = all_records, auto_scope
+
+
 def _brief(
-    opened: index.Briefed,
-    settings: config.Settings,
-    identity: str,
-    *,
-    since: str | None,
-    max_chars: int | None,
-    **task: object,
+    opened: index.Briefed, settings: config.Settings, task: _Task, since: str | None, max_chars: int | None
 ) -> Briefing:
-    """The briefing from a proven index: the ``--since`` delta when it can be had, else ``_full`` with ``task``."""
+    """The briefing from a proven index: the ``--since`` delta when it can be had, else ``_full``."""
     ix = opened.ix
     assert ix is not None
     path = ix.ledger
@@ -186,7 +157,7 @@ def _brief(
     ledger_outline = Outline.from_index(ix)
     if since is not None:
         # A resume usually finds nothing new, or a few appended records: both come from the index.
-        quick = _appended_since(opened, ledger_outline, settings, since, max_chars, identity)
+        quick = _appended_since(opened, ledger_outline, settings, since, max_chars, task.identity)
         if quick is not None:
             return quick
         snapshot = index.read(path)
@@ -197,36 +168,34 @@ def _brief(
         if found is not None:
             baseline, id_map, label = found
             text = compose_delta(
-                snapshot, settings, baseline, label, identity=identity, max_chars=max_chars, id_map=id_map
+                snapshot, settings, baseline, label, identity=task.identity, max_chars=max_chars, id_map=id_map
             )
             return Briefing(text, notes, latest)
         notes.append(f"baseline {since} is unknown or stale; printing a full briefing")
     if not ledger_outline.ids:
         return Briefing("")
-    return _full(path, ledger_outline, opened.short, settings, identity, notes, max_chars=max_chars, **task)
+    return _full(ledger_outline, opened.short, settings, task, notes, max_chars)
 
 
 def _full(
-    path: Path,
     ledger_outline: Outline,
     short: str,
     settings: config.Settings,
-    identity: str,
+    task: _Task,
     notes: list[str],
-    *,
-    query: str,
-    files: Sequence[str],
     max_chars: int | None,
-    all_records: bool,
-    auto_scope: bool | None,
-    root: Path | None = None,
 ) -> Briefing:
     """The full briefing of a ledger's outline (``short``: its revision as shown, ``canonical.short``)."""
-    home = root if root is not None else path.parent.parent
-    meta = _meta(identity, short, ledger_outline.ids[-1], settings)
+    home, query, all_records = task.home, task.query, task.all_records
+    meta = _meta(task.identity, short, ledger_outline.ids[-1], settings)
     latest = f"{meta.latest}@{meta.revision}"
-    scoped = task_files(home, settings, query=query, files=files, all_records=all_records, auto_scope=auto_scope)
-    guessed = not (query.strip() or any(f.strip() for f in files) or all_records)
+    # The file scope: --file values, plus auto-scope when forced (auto_scope=True), or by default
+    # when no query, file or --all states the task (auto_scope=False disables it).
+    explicit = [scope.task_file(f, home) for f in task.files if f.strip()]
+    guessed = not (query.strip() or explicit or all_records)
+    scoped = list(dict.fromkeys(explicit))
+    if guessed if task.auto_scope is None else task.auto_scope:
+        scoped = list(dict.fromkeys([*explicit, *scope.auto_scope(home, settings["auto_scope"]["limit"])]))
     if (
         guessed
         and scoped
@@ -279,12 +248,7 @@ def outline_of(path: Path, *, defer_index: bool = False) -> Iterator[Outline]:
 
 
 def _appended_since(
-    opened: index.Briefed,
-    found: Outline,
-    settings: config.Settings,
-    since: str,
-    max_chars: int | None,
-    identity: str,
+    opened: index.Briefed, found: Outline, settings: config.Settings, since: str, max_chars: int | None, identity: str
 ) -> Briefing | None:
     """The delta from the index when ``since`` names a record of this very ledger.
 
@@ -294,15 +258,14 @@ def _appended_since(
     baseline, or a supersession after it.
     """
     rid, digest = delta.parse_since(since)
-    if not model.is_id(rid) or (digest is not None and not delta.DIGEST_RE.match(digest)):
+    if not model.is_id(rid) or (digest is not None and not model.DIGEST_RE.match(digest)):
         return None
     position = found.pos.get(rid)
     lines = found.records
     if position is None or not isinstance(lines, Lines):
         return None
-    revision = opened.revision
     if digest is not None:
-        own = revision if position == len(found.ids) - 1 else lines.prefix_digest(rid)
+        own = opened.revision if position == len(found.ids) - 1 else index.prefix_digest(lines.ix, rid)
         if not own.startswith(digest.lower()):
             return None
     change = delta.appended(found, position)

@@ -140,20 +140,11 @@ def _raw(path: Path) -> dict | None:
     except RecursionError:
         raise ConfigError(f"cannot read {path}: nested too deeply to be a docket config") from None
     except ValueError as exc:  # an integer of more than 4,300 digits (Python will not convert it)
-        raise ConfigError(f"cannot read {path}: {_too_long(exc)}") from None
+        why = str(exc)
+        if "digits" in why:
+            why = f"an integer is too long (Python converts at most 4,300 digits; a setting is at most {MAXIMUM:,})"
+        raise ConfigError(f"cannot read {path}: {why}") from None
     return raw
-
-
-def _too_long(exc: ValueError) -> str:
-    """What a ValueError from tomllib means: an integer too long to be a setting (or the reason given)."""
-    if "digits" in str(exc):
-        return f"an integer is too long (Python converts at most 4,300 digits; a setting is at most {MAXIMUM:,})"
-    return str(exc)
-
-
-def for_ledger(ledger: Path) -> Settings:
-    """The settings beside a ledger: ``.docket/config.toml``."""
-    return load(ledger.parent / CONFIG_NAME)
 
 
 def fingerprint(settings: Settings) -> str | None:

@@ -1,10 +1,9 @@
 """``--since``: what changed after a baseline record.
 
 The delta is a pure function of two record lists, the baseline's and the
-current ledger's, so the baseline can come from anywhere: today from a
-prefix of the current file (``resolve_baseline``), later from the ledger at
-an older commit when a merge has renumbered the tail. ``id_map`` then maps
-baseline IDs to current ones.
+current ledger's, so the baseline can come from a prefix of the current file
+(``resolve_baseline``) or from the ledger at an older commit, with ``id_map``
+mapping its IDs to current ones when a merge has renumbered the tail.
 """
 
 from __future__ import annotations
@@ -18,8 +17,6 @@ from docket_git.context.select import blocking_chains, chain_text
 from docket_git.ledger import model
 from docket_git.ledger.project import Derived, derive, is_available, project, view
 from docket_git.plain import Plain
-
-DIGEST_RE = model.DIGEST_RE
 
 
 class Delta(Plain):
@@ -53,7 +50,7 @@ def resolve_baseline(snapshot, value: str) -> list[dict] | None:
     if position is None:
         return None
     if digest is not None:
-        if not DIGEST_RE.match(digest):
+        if not model.DIGEST_RE.match(digest):
             return None
         if not snapshot.prefix_digest(position).startswith(digest.lower()):
             return None
@@ -110,45 +107,32 @@ def appended(outline: Outline, position: int) -> Delta | None:
     return Delta(added, [], _chains(added, records, derived))
 
 
-def changed_line(d: Delta) -> str:
-    """``# changed: A added, L no longer available.``"""
-    return f"# changed: {len(d.added)} added, {len(d.lost)} no longer available.\n"
-
-
 #: At most this many ``old -> new`` pairs are named on the renumbered line.
 RENUMBERED_SHOWN = 20
 
 
-def renumbered_map(id_map: Mapping[str, str] | None) -> dict[str, str]:
-    """The baseline IDs a merge, rebase or cherry-pick gave another ID since: old -> current."""
-    return {old: new for old, new in (id_map or {}).items() if new and new != old}
-
-
-def renumbered_line(since: str, moved: Mapping[str, str]) -> str:
-    """``# renumbered since d3@...: c2 -> c3, d3 -> d4`` ("" when nothing moved)."""
-    if not moved:
-        return ""
-    pairs = [f"{old} -> {new}" for old, new in moved.items()]
-    more = f" and {len(pairs) - RENUMBERED_SHOWN} more" if len(pairs) > RENUMBERED_SHOWN else ""
-    return f"# renumbered since {since}: {', '.join(pairs[:RENUMBERED_SHOWN])}{more}\n"
-
-
 def render_delta(
-    d: Delta, meta: Meta, since: str, *, limit: int, detail: int, renumbered: Mapping[str, str] | None = None
+    d: Delta, meta: Meta, since: str, *, limit: int, detail: int, id_map: Mapping[str, str] | None = None
 ) -> str:
     """The delta briefing: blocks labelled ``changed`` while they fit, then index lines at detail.
 
-    ``renumbered`` (baseline ID -> current ID) adds one line before the records,
-    so an agent holding the baseline's IDs learns what they are called now.
+    ``id_map`` (baseline ID -> current ID): the IDs a merge, rebase or cherry-pick changed since
+    are named on one line before the records, so an agent holding the baseline's IDs learns what
+    they are called now (``# renumbered since d3@...: c2 -> c3, d3 -> d4``).
     """
     since_id = parse_since(since)[0]
-    moved = renumbered_line(since, renumbered or {})
+    pairs = [f"{old} -> {new}" for old, new in (id_map or {}).items() if new and new != old]
+    moved = ""
+    if pairs:
+        more = f" and {len(pairs) - RENUMBERED_SHOWN} more" if len(pairs) > RENUMBERED_SHOWN else ""
+        moved = f"# renumbered since {since}: {', '.join(pairs[:RENUMBERED_SHOWN])}{more}\n"
+    changed = f"# changed: {len(d.added)} added, {len(d.lost)} no longer available.\n"
     first = f"# docket: {render.clip(render.one_line(meta.identity), render.IDENTITY_CLIP)}"
     first += f" | revision: {meta.revision} | latest: {meta.latest}@{meta.revision} | since: {since_id}\n"
-    head = first + changed_line(d) + moved
+    head = first + changed + moved
     if len(head) > limit:
         short = f"# docket: {render.clip(render.one_line(meta.identity), render.SHORT_IDENTITY_CLIP)}"
-        head = short + f" | revision: {meta.revision} | since: {since_id}\n" + changed_line(d) + moved
+        head = short + f" | revision: {meta.revision} | since: {since_id}\n" + changed + moved
         if len(head) > limit:
             head = head[: -len(moved)] if moved else head
         if len(head) > limit:

@@ -20,7 +20,7 @@ import heapq
 import itertools
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
 from docket_git.ledger import index as ledger_index
@@ -83,12 +83,12 @@ class _Lazy(dict):
     was looked up so far, so it stands in only for maps that are read by key.
     """
 
-    def __init__(self, reads: ledger_index.OutlineReads, relation: str) -> None:
+    def __init__(self, conn: sqlite3.Connection, relation: str) -> None:
         super().__init__()
-        self._reads, self._relation = reads, relation
+        self._conn, self._relation = conn, relation
 
     def __missing__(self, key: str) -> object:
-        value = self._reads.related(self._relation, key)
+        value = ledger_index.related(self._conn, self._relation, key)
         if value is None:
             raise KeyError(key)
         self[key] = value
@@ -130,10 +130,6 @@ class Lines(Mapping[str, dict]):
             for rid, record in zip(missing, ledger_index.records_of(self.ix, missing), strict=True):
                 self._parsed[rid] = record
         return [self._parsed[rid] for rid in ids]
-
-    def prefix_digest(self, rid: str) -> str:
-        """SHA-256 of the ledger bytes up to and including rid's line."""
-        return ledger_index.prefix_digest(self.ix, rid)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._pos)
@@ -206,17 +202,31 @@ class Outline:
         degrees: dict[str, int] = {}
         #: Record ID -> current records citing it, in file order: the reverse index expansion walks.
         incoming: dict[str, list[str]] = {}
-        self.degrees: Mapping[str, int] = degrees
-        self.incoming: Mapping[str, list[str]] = incoming
+        #: Current pinned records.
+        pinned: set[str] = set()
+        #: Scope string as recorded -> the current records carrying it, in file order.
+        scopes: dict[str, list[str]] = {}
+        #: Decision -> its depends_on, for decisions that have one (coverage walks these).
+        depends: dict[str, list[str]] = {}
         for record in records:
+            rid = record["id"]
             refs = [ref for group in record.get("supports") or () for ref in group]
             refs.extend(record.get("depends_on") or ())
             refs.extend(record.get("answers") or ())
             for ref in refs:
                 degrees[ref] = degrees.get(ref, 0) + 1
-            if refs and record["id"] in current:
-                for ref in dict.fromkeys(refs):
-                    incoming.setdefault(ref, []).append(record["id"])
+            if record.get("depends_on"):
+                depends[rid] = record["depends_on"]
+            if rid not in current:
+                continue
+            for ref in dict.fromkeys(refs):
+                incoming.setdefault(ref, []).append(rid)
+            if record.get("pinned"):
+                pinned.add(rid)
+            for value in record.get("scope") or ():
+                holders = scopes.setdefault(value, [])
+                if not holders or holders[-1] != rid:
+                    holders.append(rid)
         for question, answering in self.derived.resolved_by.items():  # a question cites what resolves it
             for ref in answering:
                 degrees[ref] = degrees.get(ref, 0) + 1
@@ -225,27 +235,11 @@ class Outline:
         for holders in incoming.values():
             if len(holders) > 1:  # resolving questions were added after the citing records
                 holders.sort(key=self.pos.__getitem__)
-        #: Current pinned records.
-        self.pinned: AbstractSet[str] = set()
-        #: Scope string as recorded -> the current records carrying it, in file order.
-        self.scopes: Mapping[str, list[str]] = {}
-        #: Decision -> its depends_on, for decisions that have one (coverage walks these).
-        self.depends: Mapping[str, list[str]] = {}
-        pinned, scopes, depends = self.pinned, self.scopes, self.depends
-        for record in records:
-            rid = record["id"]
-            if record.get("depends_on"):
-                depends[rid] = record["depends_on"]  # type: ignore[index]
-            if rid not in current:
-                continue
-            if record.get("pinned"):
-                pinned.add(rid)  # type: ignore[attr-defined]
-            for value in record.get("scope") or ():
-                holders = scopes.get(value)
-                if holders is None:
-                    scopes[value] = [rid]  # type: ignore[index]
-                elif holders[-1] != rid:
-                    holders.append(rid)
+        self.degrees: Mapping[str, int] = degrees
+        self.incoming: Mapping[str, list[str]] = incoming
+        self.pinned: AbstractSet[str] = pinned
+        self.scopes: Mapping[str, list[str]] = scopes
+        self.depends: Mapping[str, list[str]] = depends
         self._hits: dict[tuple, list[HitRow]] = {}
 
     @staticmethod
@@ -390,7 +384,7 @@ class _IdList(Sequence[str]):
         n = i + self._len if i < 0 else i
         if not 0 <= n < self._len:
             raise IndexError(i)
-        return self._last if n == self._len - 1 else ledger_index.id_at(self.conn, n)
+        return self._last if n == self._len - 1 else ledger_index.ids_between(self.conn, n, n + 1)[0]
 
     def __iter__(self) -> Iterator[str]:
         return iter(ledger_index.ids_in_order(self.conn))
@@ -399,10 +393,8 @@ class _IdList(Sequence[str]):
 class _Column(Mapping[str, object]):
     """One column of the facts as a map: ``field`` of each record, of those where it is set unless ``every``."""
 
-    def __init__(
-        self, facts: _Facts, field: int, scan: Callable[[sqlite3.Connection], list], every: bool = False
-    ) -> None:
-        self._facts, self._field, self._scan, self._every = facts, field, scan, every
+    def __init__(self, facts: _Facts, field: int, every: bool = False) -> None:
+        self._facts, self._field, self._every = facts, field, every
 
     def __getitem__(self, rid: str) -> object:
         row = self._facts(rid)
@@ -415,7 +407,7 @@ class _Column(Mapping[str, object]):
         return row is not None and (self._every or bool(row[self._field]))
 
     def _items(self) -> list[tuple[str, object]]:
-        return self._scan(self._facts.conn)
+        return ledger_index.column(self._facts.conn, self._field)
 
     def __iter__(self) -> Iterator[str]:
         return (rid for rid, _ in self._items())
@@ -444,7 +436,7 @@ class _Current(AbstractSet[str]):
         return self._len
 
     def __iter__(self) -> Iterator[str]:
-        return ledger_index.current_ids(self._facts.conn)
+        return iter(ledger_index.ids_in_order(self._facts.conn, current=True))
 
 
 class IndexedOutline(Outline):
@@ -459,19 +451,17 @@ class IndexedOutline(Outline):
     def __init__(self, ix: ledger_index.Index) -> None:
         conn = ix.conn
         self.ix = ix
-        reads = ledger_index.outline_reads(conn)  # counts, pinned records, the last ID: one call
+        count, retired, self.pinned, last = ledger_index.outline_counts(conn)
         facts = self._facts = _Facts(conn)
-        self.ids = _IdList(conn, reads.count, reads.last)
-        self.pos = _Column(facts, 0, ledger_index.positions, every=True)  # type: ignore[assignment]
-        self.current = _Current(facts, reads.count - reads.retired)
-        retired_by = _Column(facts, 1, ledger_index.retirements)
-        blocked, resolved_by = _Lazy(reads, "blocked_by"), _Lazy(reads, "resolved_by")
-        self.derived = Derived(retired_by, blocked, resolved_by)  # type: ignore[arg-type]
-        self.degrees = _Column(facts, 2, ledger_index.degrees)  # type: ignore[assignment]
-        self.incoming = _Lazy(reads, "incoming")
-        self.pinned = reads.pinned
+        self.ids = _IdList(conn, count, last)
+        self.pos = _Column(facts, 0, every=True)  # type: ignore[assignment]
+        self.current = _Current(facts, count - retired)
+        blocked, resolved_by = _Lazy(conn, "blocked_by"), _Lazy(conn, "resolved_by")
+        self.derived = Derived(_Column(facts, 1), blocked, resolved_by)  # type: ignore[arg-type]
+        self.degrees = _Column(facts, 2)  # type: ignore[assignment]
+        self.incoming = _Lazy(conn, "incoming")
         self.scopes = _Scopes(conn, facts)
-        self.depends = _Lazy(reads, "depends_on")
+        self.depends = _Lazy(conn, "depends_on")
         self.records = Lines(ix, self.pos)  # type: ignore[arg-type]
         self._live: list[str] | None = None
         self._hits: dict[tuple, list[HitRow]] = {}
@@ -505,9 +495,6 @@ class IndexedOutline(Outline):
     def task_hits(
         self, rows: list[HitRow], query: str, weights: Mapping[str, int], span: int, cap: int
     ) -> TaskHits | None:
-        terms, phrase = ledger_index.query_needles(query)
-        if not terms or len(terms) > ledger_index.MAX_TERMS or "\x00" in phrase:
-            return None
         most = (
             weights["recency"]
             + weights["degree"] * weights["degree_cap"]
@@ -517,16 +504,9 @@ class IndexedOutline(Outline):
         )
         if most >= 1 << 22:
             return None  # a key (score << 40 | seq) could overflow SQLite's 64-bit integers
-        conn = self._facts.conn
-        if ledger_index.nul_haystack(conn):
-            return None
-        table = ledger_index.temp_name("docket_hits")
-        if not ledger_index.task_tables(conn, table):  # written now, before any ranking reads
-            return None  # no temporary tables on this connection
-        points = ledger_index.match_query(conn, terms, phrase, table, len(self.current))
-        if rows:
-            ledger_index.add_scope_points(conn, table, [(row[1], row[2], int(row[3])) for row in rows])
-        return TaskHits(self, table, points, weights, span, cap)
+        scope_rows = [(row[1], row[2], int(row[3])) for row in rows]
+        found = ledger_index.task_hits(self._facts.conn, query, scope_rows, len(self.current))
+        return None if found is None else TaskHits(self, found, weights, span, cap)
 
     def text_points(self, query: str) -> dict[str, int] | None:
         points = ledger_index.text_points(self.ix.conn, query)
@@ -564,16 +544,19 @@ class TaskHits(AbstractSet[str]):
     """
 
     def __init__(
-        self, outline: IndexedOutline, table: str, points: list[int], weights: Mapping[str, int], span: int, cap: int
+        self,
+        outline: IndexedOutline,
+        found: tuple[str, list[int], int],
+        weights: Mapping[str, int],
+        span: int,
+        cap: int,
     ) -> None:
-        self.table = table
+        self.table, self._points, self._len = found
         self._outline = outline
         self._conn = conn = outline._facts.conn
-        self._points = points
         self._by_mask: dict[int, int] = {}
         #: Record ID -> (query points, scope points, via rename), or None for a record that is no hit.
         self._rows: dict[str, tuple[int, int, int] | None] = {}
-        self._len = ledger_index.hit_count(conn, table)
         self._weights = (weights["recency"], span, weights["degree"], weights["degree_cap"], weights["pinned"])
         self._text = (weights["text"], cap)
         self._ranked: Ranking | None = None
@@ -581,7 +564,7 @@ class TaskHits(AbstractSet[str]):
         self.keys: dict[str, int] = {}
         # Selection ranks every pinned record: their rows and facts in one query.
         facts, rows = outline._facts.rows, self._rows
-        for seq, rid, degree, mask, scope, renamed in ledger_index.pinned_hits(conn, table):
+        for seq, rid, degree, mask, scope, renamed in ledger_index.pinned_hits(conn, self.table):
             if rid not in facts:
                 facts[rid] = (seq, "", degree, 1)
             rows[rid] = (self.points(mask), scope, renamed)

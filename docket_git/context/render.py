@@ -87,7 +87,7 @@ def files_line(files: list[str]) -> str:
     return f"# files: {len(files)} paths, {digest}: {clip(joined, FILES_CLIP)}\n"
 
 
-def header(meta: Meta, *, mode: str, query: str, files: list[str], since: str | None = None) -> str:
+def header(meta: Meta, *, mode: str, query: str, files: list[str]) -> str:
     """The full header: identity line, legend, query, files and selection lines, then a blank line."""
     first = f"# docket: {clip(one_line(meta.identity), IDENTITY_CLIP)} | revision: {meta.revision}"
     first += f" | latest: {meta.latest}@{meta.revision}"
@@ -193,50 +193,11 @@ _SHORTEST_LABEL = "changed"
 _SHORTEST_CLOSING = "selection: score 0"
 
 
-def _json_floor(value: list) -> int:
-    """A lower bound on ``len(json.dumps(value))`` for a list of strings or of string lists."""
-    n = 2 * len(value)  # ", " between items, and the brackets
-    for item in value:
-        n += _json_floor(item) if isinstance(item, list) else len(item) + 2
-    return n
-
-
 def block_floor(view: dict) -> int:
-    """A cheap lower bound on the length of any block of this record, whatever its label.
-
-    Counts every line with its plain length (JSON and continuation indents
-    only add), the shortest label and the shortest closing line; no JSON is
-    encoded, so the selector can refuse most oversized blocks without rendering them.
-    """
-    kind = view["kind"]
-    n = len(f"### {view['id']} | {kind} | {view['state']} [{_SHORTEST_LABEL}]\n")
-    n += len(ROLE[kind]) + 7 + len(view["text"]) + 7
-    if kind == "decision":
-        n += len(view.get("choice", "")) + 9 + len("applicable: true\n")
-        alternatives = [a for a in view.get("alternatives") or () if a != view.get("choice")]
-        if alternatives:
-            n += 15 + _json_floor(alternatives)
-        if view.get("blocked_by"):
-            n += 13 + _json_floor(view["blocked_by"])
-        if view.get("decided_by"):
-            n += 13 + len(view["decided_by"])
-    for name in ("scope", "supports", "depends_on", "answers", "supersedes"):
-        if view.get(name):
-            n += len(name) + 3 + _json_floor(view[name])
-    rationale = view.get("rationale") or ""
-    if rationale and rationale not in (view["text"], view.get("choice")):
-        n += 12 + len(rationale)
-    for name in ("revisit", "cost_if_wrong"):
-        if view.get(name):
-            n += len(name) + 3 + len(view[name])
-    if view.get("evidence"):
-        n += len(EVIDENCE_NOTE) + 1 + 12
-    warning = _warning(view)
-    if warning:
-        n += len(warning) + 1
-    if view.get("resolved_by"):
-        n += 14 + _json_floor(view["resolved_by"])
-    return n + len(_provenance(view)) + 1 + len(_SHORTEST_CLOSING) + 1
+    """A lower bound on the length of any block of this record: its block with the shortest label,
+    no blocking chains and the shortest closing line (the selector refuses a record that cannot fit
+    even so, before it builds the record's entry)."""
+    return len(block(Entry(view, _SHORTEST_LABEL, note=_SHORTEST_CLOSING)))
 
 
 #: No block is shorter than this (a one-letter claim with empty provenance).
@@ -369,22 +330,16 @@ def footer(t: Tally) -> str:
     if t.related_in_index > 0:
         lines.append(f"# Related records in index only: {t.related_in_index}; formulas remain complete.")
     if t.coverage == "none":
-        if unlisted > 0:
-            lines.append("# No task matches; the index names the highest-scoring current records.")
-        else:
-            lines.append("# No task matches; the index names every current record.")
+        named = "the highest-scoring current records" if unlisted > 0 else "every current record"
+        lines.append(f"# No task matches; the index names {named}.")
         lines.append("# Coverage: no matches found. Selected ledger data only.")
-    elif t.coverage == "task":
-        if t.uncovered:
-            lines.append(f"# Coverage: partial, {t.uncovered} in the index only. Selected ledger data only.")
-        else:
-            lines.append("# Coverage: task matches and their prerequisites covered. Selected ledger data only.")
     elif t.uncovered:
         lines.append(f"# Coverage: partial, {t.uncovered} in the index only. Selected ledger data only.")
+    elif t.coverage == "task":
+        lines.append("# Coverage: task matches and their prerequisites covered. Selected ledger data only.")
     else:
         lines.append("# Coverage: every current record in full text. Selected ledger data only.")
-    lines.append(GROUNDS)
-    lines.append(RETRIEVE)
+    lines += [GROUNDS, RETRIEVE]
     return "\n".join(lines) + "\n"
 
 

@@ -7,6 +7,7 @@ they only match query text. Matching is casefolded and ``\\`` reads as ``/``.
 
 from __future__ import annotations
 
+import itertools
 import posixpath
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
@@ -115,13 +116,8 @@ def task_file(value: str, root: Path) -> str:
 
 def interleave(changed: list[str], untracked: list[str]) -> list[str]:
     """One changed, one untracked, ... so untracked work is not starved; de-duplicated."""
-    out: dict[str, None] = {}
-    for i in range(max(len(changed), len(untracked))):
-        if i < len(changed):
-            out.setdefault(changed[i], None)
-        if i < len(untracked):
-            out.setdefault(untracked[i], None)
-    return list(out)
+    pairs = itertools.zip_longest(changed, untracked)
+    return list(dict.fromkeys(path for pair in pairs for path in pair if path is not None))
 
 
 def _relative(paths: list[str], prefix: str) -> list[str]:

@@ -15,6 +15,7 @@ from collections.abc import Set as AbstractSet
 
 from docket_git.context import scope as scoping
 from docket_git.context.outline import Outline, Ranking, TaskHits, base_score
+from docket_git.ledger.index import query_needles
 from docket_git.ledger.model import searchable
 from docket_git.plain import Plain
 
@@ -60,16 +61,6 @@ class Score(Plain):
         return ", ".join(out)
 
 
-def haystack(record: dict) -> str:
-    """The casefolded text a query is matched in: id, text, rationale, choice, alternatives, scope."""
-    return searchable(record).casefold()
-
-
-def query_terms(query: str) -> list[str]:
-    """The query's distinct casefolded whitespace-separated terms, in order."""
-    return list(dict.fromkeys(query.casefold().split()))
-
-
 def text_points(haystacks: dict[str, str], query: str) -> dict[str, int]:
     """Record ID -> query points (uncapped) for records that match at all.
 
@@ -87,10 +78,9 @@ def record_points(records: list[dict], query: str) -> dict[str, int]:
 
 
 def _points(ids: list[str], hays: list[str], query: str) -> dict[str, int]:
-    terms = query_terms(query)
+    terms, phrase = query_needles(query)
     if not terms:
         return {}
-    phrase = " ".join(query.casefold().split())
     n = len(ids)
     # One string for the whole corpus: str.find runs in C and each hit skips to the next
     # record, so a rare term costs almost nothing. NUL separates records; if a record holds
@@ -162,12 +152,9 @@ class Scoring:
         #: Ranking keys of the scope hits (from their rows), and the hits best first when known.
         self._keys: dict[str, int] = {}
         self._ranked_hits: Sequence[str] | None = None
-        w_text = weights["text"]
         if self.task is not None:
             self.hits, self.points = self.task, _RowPart(self.task, lambda row: row[0])
-            self.boost = _RowPart(
-                self.task, lambda row: row[1] + w_text * min(row[0], TEXT_POINTS_CAP) // TEXT_POINTS_CAP
-            )
+            self.boost = _RowPart(self.task, lambda row: row[1] + self._text(row[0]))
             self._ranked_hits = self.task.ranked()
             self._keys = self.task.keys  # filled as the ranking is read, with the keys SQL sorted by
         else:
@@ -179,7 +166,7 @@ class Scoring:
             self.hits = set(self.scope) | set(self.points)
             boost = dict(self.scope)
             for rid, p in self.points.items():
-                boost[rid] = boost.get(rid, 0) + w_text * min(p, TEXT_POINTS_CAP) // TEXT_POINTS_CAP
+                boost[rid] = boost.get(rid, 0) + self._text(p)
             self.boost = boost
             if not self.points:
                 self._keys = {row[0]: row[4] for row in rows}
@@ -187,6 +174,10 @@ class Scoring:
         #: Record ID -> total score, for every current record (computed when asked for).
         self.totals: Mapping[str, int] = _Totals(self, outline.current)
         self._parts: dict[str, Score] = {}
+
+    def _text(self, points: int) -> int:
+        """The text part of a score: query points, capped, scaled to the text weight."""
+        return self.weights["text"] * min(points, TEXT_POINTS_CAP) // TEXT_POINTS_CAP
 
     def total(self, rid: str) -> int:
         """A current record's total score."""
@@ -232,7 +223,7 @@ class Scoring:
             w = self.weights
             s = self.scope.get(rid, 0)
             p = self.points.get(rid, 0)
-            t = w["text"] * min(p, TEXT_POINTS_CAP) // TEXT_POINTS_CAP
+            t = self._text(p)
             r = w["recency"] * self.position[rid] // self.span
             d = w["degree"] * min(self.degrees.get(rid, 0), w["degree_cap"])
             pin = w["pinned"] if rid in self.pinned else 0

@@ -156,7 +156,6 @@ class _Selector:
     """Admission state and exact briefing lengths for one briefing."""
 
     def __init__(self, outline: Outline, settings: Settings, request: Request, meta: Meta) -> None:
-        self.request = request
         self.meta = meta
         self.soft, self.hard = limits(settings, request.max_chars)
         idx = settings["index"]
@@ -179,7 +178,6 @@ class _Selector:
             outline, settings["weights"], files=self.files, query=self.query, renames=dict(request.renames)
         )
         self.task = bool(self.query or self.files) and not request.all
-        self.mode = "all" if request.all else ("task" if self.task else "unscoped")
         # Descending score, then newer first, read from the ranking only as far as it is used.
         self.order = self.scores.ranking()
         self.top = max(1, self.scores.totals[self.order[0]]) if self.order else 1
@@ -195,7 +193,8 @@ class _Selector:
         self.blocks_len = 0  # each block plus the blank line before it
         self.full = 0  # current records in full text
         self.missing: set[str] = set()  # current records cited by blocks, not in full text
-        self.targets = self._coverage_targets()
+        #: What coverage counts: task matches and their prerequisite closure, or every current record.
+        self.targets = self.scores.targets() if self.task else self.current
         self.uncovered = len(self.targets)
         self.window: list[str] = []  # the index window: the first max_lines deferred records
         self.window_set: set[str] = set()
@@ -216,9 +215,9 @@ class _Selector:
         else:
             self.roots, self.root_label, self.root_mandatory = self.order, "selected", request.all
 
-        full_header = render.header(meta, mode=self.mode, query=self.query, files=self.files)
-        self.head = full_header
-        self.short = self._needs_short(full_header)
+        mode = "all" if request.all else ("task" if self.task else "unscoped")
+        self.head = render.header(meta, mode=mode, query=self.query, files=self.files)
+        self.short = self._needs_short(self.head)
         if self.short:
             self.head = render.short_header(meta)
 
@@ -230,12 +229,6 @@ class _Selector:
         return v
 
     # -- counts ------------------------------------------------------------------------------
-
-    def _coverage_targets(self) -> AbstractSet[str]:
-        """Task matches and their prerequisite closure (current records), or every current record."""
-        if not self.task:
-            return self.current
-        return self.scores.targets()
 
     def tally(
         self, named: int, *, full: int | None = None, missing: int | None = None, uncovered: int | None = None

@@ -29,6 +29,16 @@ from docket_git.merging.rebase import MERGE_AUTHOR
 FIELDS = ("kind", "state", "author", "branch", "scope", "after", "before", "is")
 IS_VALUES = ("blocked", "retired", "pinned", "resolved", "open", "conflict", "contested")
 _COVER_WEIGHTS = {"scope_exact": 3, "scope_glob": 2, "scope_prefix": 1}
+_EXAMPLES = {
+    "kind": "kind:decision",
+    "state": "state:open",
+    "author": "author:alice",
+    "branch": "branch:main",
+    "scope": "scope:src/app.py",
+    "after": "after:2026-01-31",
+    "before": "before:2026-01-31",
+    "is": "is:blocked",
+}
 
 _IS_SQL = {
     "blocked": "(kind = 'decision' AND retired_by = '' AND recorded_state = 'adopted' AND applicable = 0)",
@@ -110,22 +120,9 @@ def parse(text: str, option: str = "--where") -> list[Term]:
                 f'(quote a word that contains a colon: "{body}")'
             )
         if not value:
-            raise UsageError(f"{option}: {field}: needs a value, e.g. {_example(field)}")
+            raise UsageError(f"{option}: {field}: needs a value, e.g. {_EXAMPLES[field]}")
         terms.append(Term(field, _checked(field, value, option), negated))
     return terms
-
-
-def _example(field: str) -> str:
-    return {
-        "kind": "kind:decision",
-        "state": "state:open",
-        "author": "author:alice",
-        "branch": "branch:main",
-        "scope": "scope:src/app.py",
-        "after": "after:2026-01-31",
-        "before": "before:2026-01-31",
-        "is": "is:blocked",
-    }[field]
 
 
 def _checked(field: str, value: str, option: str) -> str:
@@ -140,7 +137,7 @@ def _checked(field: str, value: str, option: str) -> str:
             return datetime.date.fromisoformat(value).isoformat()
         except ValueError:
             raise UsageError(
-                f"{option}: {field}: wants a date as YYYY-MM-DD, e.g. {_example(field)}; got {value!r}"
+                f"{option}: {field}: wants a date as YYYY-MM-DD, e.g. {_EXAMPLES[field]}; got {value!r}"
             ) from None
     return value.lower() if field in ("kind", "state", "is") else value
 

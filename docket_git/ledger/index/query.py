@@ -116,6 +116,42 @@ def mask_points(points: list[int], mask: int) -> int:
     return sum(p for i, p in enumerate(points) if mask >> i & 1)
 
 
+def task_hits(
+    conn: sqlite3.Connection, query: str, scope_rows: list[tuple[int, int, int]], current: int
+) -> tuple[str, list[int], int] | None:
+    """A task's hits in a new temporary table: its name, each mask bit's query points (``match_query``), how many.
+
+    ``current``: how many records are current; ``scope_rows``: (seq, scope points, via rename) of the
+    task's scope hits. None when SQL cannot rank the query: no term, more than MAX_TERMS, a NUL in
+    the query or in a current record's haystack, or no temporary tables on this connection. The
+    tables (and ``<table>_retired``, the retired records' seqs) are written before any ranking
+    reads: DDL would abort the statements reading.
+    """
+    terms, phrase = query_needles(query)
+    if not terms or len(terms) > MAX_TERMS or "\x00" in phrase or nul_haystack(conn):
+        return None
+    table = temp_name("docket_hits")
+    try:  # a row per hit: seq, the query's mask, scope points, via rename
+        conn.execute(
+            f"CREATE TEMP TABLE {table} (seq INTEGER PRIMARY KEY, mask INTEGER NOT NULL,"
+            " scope INTEGER NOT NULL DEFAULT 0, renamed INTEGER NOT NULL DEFAULT 0)"
+        )
+        conn.execute(f"CREATE TEMP TABLE {table}_retired (seq INTEGER PRIMARY KEY)")
+    except sqlite3.Error:
+        return None
+    conn.execute(
+        f"INSERT INTO temp.{table}_retired SELECT seq FROM records INDEXED BY records_rank WHERE retired_by > ''"
+    )
+    points = match_query(conn, terms, phrase, table, current)
+    # Scope hits join the query's (their scope points); records no query term hit are added.
+    conn.executemany(
+        f"INSERT INTO temp.{table} (seq, mask, scope, renamed) VALUES (?, 0, ?, ?)"
+        " ON CONFLICT (seq) DO UPDATE SET scope = excluded.scope, renamed = excluded.renamed",
+        scope_rows,
+    )
+    return table, points, conn.execute(f"SELECT count(*) FROM temp.{table}").fetchone()[0]
+
+
 def text_points(conn: sqlite3.Connection, query: str) -> dict[str, int] | None:
     """A query's points per current record, in file order (``score.text_points``), matched in SQL.
 
@@ -129,22 +165,18 @@ def text_points(conn: sqlite3.Connection, query: str) -> dict[str, int] | None:
     if "\x00" in phrase or nul_haystack(conn):
         return None
     n = current_count(conn)
-    table = temp_name("docket_points")
-    try:
-        conn.execute(f"CREATE TEMP TABLE {table} (seq INTEGER PRIMARY KEY, mask INTEGER NOT NULL)")
-    except sqlite3.Error:  # no temporary tables here (a read-only connection): a term at a time
-        table = ""
-    if table and len(terms) <= MAX_TERMS:
+    hits = task_hits(conn, query, [], n)
+    if hits is not None:
+        table, points, _ = hits
         try:
-            points = match_query(conn, terms, phrase, table, n)
             rows = conn.execute(
                 f"SELECT r.id, t.mask FROM temp.{table} t JOIN records r ON r.seq = t.seq ORDER BY t.seq"
             )
             return {rid: mask_points(points, mask) for rid, mask in rows}
         finally:
             conn.execute(f"DROP TABLE temp.{table}")
-    if table:
-        conn.execute(f"DROP TABLE temp.{table}")
+            conn.execute(f"DROP TABLE temp.{table}_retired")
+    # More than MAX_TERMS terms, or no temporary tables here (a read-only connection): a term at a time.
     found: dict[int, list] = {}  # seq -> [ID, points]: file order, as the records were scored
     for needle, fixed in [*((term, None) for term in terms), (phrase, 1000)]:
         hit = conn.execute(_HOLDING, (needle,)).fetchall()
@@ -213,15 +245,3 @@ def line_facts(conn: sqlite3.Connection, rid: str) -> tuple[int, int, str, str, 
     return conn.execute(
         "SELECT line_offset, line_length, line_digest, kind, retired_by FROM records WHERE id = ?", (rid,)
     ).fetchone()
-
-
-def blockers(conn: sqlite3.Connection, rid: str) -> list[str]:
-    """A decision's blocked_by, through the per-decision index."""
-    sql = "SELECT blocker FROM blocked_by WHERE decision = ? ORDER BY rowid"
-    return [blocker for (blocker,) in conn.execute(sql, (rid,))]
-
-
-def resolvers(conn: sqlite3.Connection, rid: str) -> list[str]:
-    """A question's resolved_by, through the per-question index."""
-    sql = "SELECT resolver FROM resolved_by WHERE question = ? ORDER BY rowid"
-    return [resolver for (resolver,) in conn.execute(sql, (rid,))]

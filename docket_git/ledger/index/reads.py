@@ -19,11 +19,6 @@ from docket_git.ledger.index.schema import _count
 Facts = tuple[int, str, int, int]
 
 
-def record_count(conn: sqlite3.Connection) -> int:
-    """How many records the index holds."""
-    return _count(conn)
-
-
 def record_facts(conn: sqlite3.Connection, rid: str) -> Facts | None:
     """One record's facts (None: no such record)."""
     return conn.execute(
@@ -40,6 +35,18 @@ def facts_of(conn: sqlite3.Connection, ids: list[str]) -> Iterator[tuple[str, in
     )
 
 
+_PINNED = "SELECT id FROM records INDEXED BY records_rank WHERE retired_by = '' AND pinned = 1"
+
+
+def outline_counts(conn: sqlite3.Connection) -> tuple[int, int, set[str], str]:
+    """What an outline reads when it opens: how many records, how many retired, the current pinned
+    records' IDs, and the last record's ID ("" in an empty index: the briefing's header names it)."""
+    count = _count(conn)
+    retired = conn.execute("SELECT count(*) FROM records INDEXED BY records_rank WHERE retired_by > ''").fetchone()[0]
+    pinned = {rid for (rid,) in conn.execute(_PINNED)}
+    return count, retired, pinned, ids_between(conn, count - 1, count)[0] if count else ""
+
+
 def ids_in_order(conn: sqlite3.Connection, *, current: bool = False) -> list[str]:
     """Every record's ID (``current``: only those no record supersedes), in file order."""
     where = " WHERE retired_by = ''" if current else ""
@@ -52,11 +59,6 @@ def ids_between(conn: sqlite3.Connection, start: int, stop: int) -> list[str]:
     return [rid for (rid,) in rows]
 
 
-def id_at(conn: sqlite3.Connection, n: int) -> str:
-    """The ID of the record at position n (which the index holds)."""
-    return conn.execute("SELECT id FROM records WHERE seq = ?", (n,)).fetchone()[0]
-
-
 def ids_at(conn: sqlite3.Connection, seqs: list[int]) -> Iterator[str]:
     """The IDs of the records at these positions, in file order."""
     found = conn.execute(
@@ -65,38 +67,17 @@ def ids_at(conn: sqlite3.Connection, seqs: list[int]) -> Iterator[str]:
     return (rid for (rid,) in found)
 
 
-def positions(conn: sqlite3.Connection) -> list[tuple[str, int]]:
-    """(ID, seq) of every record, in file order."""
-    return list(conn.execute("SELECT id, seq FROM records ORDER BY seq"))
+#: (ID, value) of a facts column: every record's seq, the retired records' retired_by, the cited records' degree.
+_COLUMNS = (
+    "SELECT id, seq FROM records ORDER BY seq",
+    "SELECT id, retired_by FROM records INDEXED BY records_rank WHERE retired_by > ''",
+    "SELECT id, degree FROM records WHERE degree != 0",
+)
 
 
-def retirements(conn: sqlite3.Connection) -> list[tuple[str, str]]:
-    """(ID, retired_by) of every retired record."""
-    return list(conn.execute("SELECT id, retired_by FROM records INDEXED BY records_rank WHERE retired_by > ''"))
-
-
-def degrees(conn: sqlite3.Connection) -> list[tuple[str, int]]:
-    """(ID, degree) of every record some record references."""
-    return list(conn.execute("SELECT id, degree FROM records WHERE degree != 0"))
-
-
-def retired_count(conn: sqlite3.Connection) -> int:
-    """How many records a later record supersedes."""
-    return conn.execute("SELECT count(*) FROM records INDEXED BY records_rank WHERE retired_by > ''").fetchone()[0]
-
-
-#: The current records over the ranking index (retired_by, pinned, degree, seq, id).
-_RANKED = "SELECT id FROM records INDEXED BY records_rank WHERE retired_by = '' "
-
-
-def current_ids(conn: sqlite3.Connection) -> Iterator[str]:
-    """The current records' IDs, in file order."""
-    return (rid for (rid,) in conn.execute(_RANKED + "ORDER BY seq"))
-
-
-def current_pinned(conn: sqlite3.Connection) -> set[str]:
-    """The current pinned records' IDs."""
-    return {rid for (rid,) in conn.execute(_RANKED + "AND pinned = 1")}
+def column(conn: sqlite3.Connection, field: int) -> list[tuple[str, object]]:
+    """(ID, value) of facts column ``field`` (0 seq, 1 retired_by, 2 degree; see ``Facts``) where it is set."""
+    return list(conn.execute(_COLUMNS[field]))
 
 
 # -- scopes ------------------------------------------------------------------------------------------
@@ -169,7 +150,7 @@ def prerequisite_closure(conn: sqlite3.Connection, hits: Iterable[str]) -> set[s
     return targets
 
 
-#: Each relation ``OutlineReads.related`` reads: its query (?1: the record's ID), and whether no rows is None.
+#: Each relation ``related`` reads: its query (?1: the record's ID), and whether no rows is None.
 _RELATED = {
     "depends_on": ("SELECT target FROM relations WHERE source = ?1 AND type = 'depends_on' ORDER BY rowid", True),
     "blocked_by": ("SELECT blocker FROM blocked_by WHERE decision = ?1 ORDER BY position", False),
@@ -184,51 +165,22 @@ _RELATED = {
 }
 
 
-class OutlineReads:
-    """What a briefing's outline reads of the index when it opens, handed over in one call (``outline_reads``).
-
-    The counts, the current pinned records and the last record's ID are read
-    at once; a record's relations (``related``) when asked for.
-    """
-
-    __slots__ = ("conn", "count", "last", "pinned", "retired")
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-        #: How many records the index holds, and how many a later record supersedes.
-        self.count = _count(conn)
-        self.retired = retired_count(conn)
-        #: The current pinned records' IDs.
-        self.pinned = current_pinned(conn)
-        #: The last record's ID ("" in an empty index): the briefing's header names it.
-        self.last = id_at(conn, self.count - 1) if self.count else ""
-
-    def related(self, relation: str, rid: str) -> list[str] | None:
-        """A record's ``depends_on``, ``blocked_by`` (a decision's: [] when none; None for any other
-        record), ``resolved_by`` (a question's), or ``incoming`` (the current records citing it:
-        supports, depends_on, answers, a question it resolves); None: none."""
-        if relation == "blocked_by" and not rid.startswith("d"):
-            return None  # only decisions have a blocked_by list
-        sql, none_when_empty = _RELATED[relation]
-        found = [r for (r,) in self.conn.execute(sql, (rid,))]
-        return None if none_when_empty and not found else found
-
-
-def outline_reads(conn: sqlite3.Connection) -> OutlineReads:
-    """What an outline reads of the index when it opens (``OutlineReads``), in one call."""
-    return OutlineReads(conn)
+def related(conn: sqlite3.Connection, relation: str, rid: str) -> list[str] | None:
+    """A record's ``depends_on``, ``blocked_by`` (a decision's: [] when none; None for any other
+    record), ``resolved_by`` (a question's), or ``incoming`` (the current records citing it:
+    supports, depends_on, answers, a question it resolves); None: none."""
+    if relation == "blocked_by" and not rid.startswith("d"):
+        return None  # only decisions have a blocked_by list
+    sql, none_when_empty = _RELATED[relation]
+    found = [r for (r,) in conn.execute(sql, (rid,))]
+    return None if none_when_empty and not found else found
 
 
 # -- the ranking's strata ------------------------------------------------------------------------------
 
 _STRATUM = (
     "SELECT seq, id FROM records INDEXED BY records_rank"
-    " WHERE retired_by = '' AND pinned = ? AND degree = ? ORDER BY seq DESC"
-)
-_STRATUM_WITHOUT = (
-    "SELECT seq, id FROM records INDEXED BY records_rank"
-    " WHERE retired_by = '' AND pinned = ? AND degree = ?"
-    " AND NOT EXISTS (SELECT 1 FROM temp.{table} t WHERE t.seq = records.seq) ORDER BY seq DESC"
+    " WHERE retired_by = '' AND pinned = ? AND degree = ?{without} ORDER BY seq DESC"
 )
 _NEXT_PINNED = "SELECT min(pinned) FROM records INDEXED BY records_rank WHERE retired_by = '' AND pinned > ?"
 _NEXT_DEGREE = (
@@ -243,7 +195,8 @@ def strata(conn: sqlite3.Connection, without: str | None = None) -> list[tuple[i
     A stratum's query runs when its rows are first read (``map`` calls ``conn.execute`` then): a caller
     may still write the task's temporary tables before it reads.
     """
-    sql = _STRATUM if without is None else _STRATUM_WITHOUT.format(table=without)
+    skip = f" AND NOT EXISTS (SELECT 1 FROM temp.{without} t WHERE t.seq = records.seq)" if without else ""
+    sql = _STRATUM.format(without=skip)
     pairs = []
     step = conn.execute
     pinned = step(_NEXT_PINNED, (-1,)).fetchone()[0]
@@ -259,13 +212,6 @@ def strata(conn: sqlite3.Connection, without: str | None = None) -> list[tuple[i
 
 # -- a task's hits ---------------------------------------------------------------------------------------
 
-#: The retired records' seqs.
-_RETIRED = "SELECT seq FROM records INDEXED BY records_rank WHERE retired_by > ''"
-#: A task's hits table: seq, the query's mask, scope points, via rename.
-_TASK_COLUMNS = (
-    "seq INTEGER PRIMARY KEY, mask INTEGER NOT NULL, scope INTEGER NOT NULL DEFAULT 0,"
-    " renamed INTEGER NOT NULL DEFAULT 0"
-)
 #: The task hits best first, with their facts: the key of ``score.Scoring`` (weights ?1-?5: recency, span,
 #: degree, degree_cap, pinned; ?6 the text weight, ?7 the points it is reached at; {points}: from the mask).
 _TASK_RANKED = (
@@ -300,34 +246,6 @@ _SEED_BY_HIT = (
     " ON p.source = h.seq{outside}"
 )
 _SEED_BY_EDGE = "SELECT p.target FROM prerequisites p CROSS JOIN temp.{table} h ON h.seq = p.source{outside}"
-
-
-def task_tables(conn: sqlite3.Connection, table: str) -> bool:
-    """Create a task's hits table and ``<table>_retired`` (the retired records' seqs); False when it cannot.
-
-    Written before any ranking reads: DDL would abort the statements reading.
-    """
-    try:
-        conn.execute(f"CREATE TEMP TABLE {table} ({_TASK_COLUMNS})")
-        conn.execute(f"CREATE TEMP TABLE {table}_retired (seq INTEGER PRIMARY KEY)")
-    except sqlite3.Error:
-        return False  # no temporary tables on this connection
-    conn.execute(f"INSERT INTO temp.{table}_retired {_RETIRED}")
-    return True
-
-
-def add_scope_points(conn: sqlite3.Connection, table: str, rows: list[tuple[int, int, int]]) -> None:
-    """Give task hits (seq, scope points, via rename) their scope points; records no query term hit join them."""
-    conn.executemany(
-        f"INSERT INTO temp.{table} (seq, mask, scope, renamed) VALUES (?, 0, ?, ?)"
-        " ON CONFLICT (seq) DO UPDATE SET scope = excluded.scope, renamed = excluded.renamed",
-        rows,
-    )
-
-
-def hit_count(conn: sqlite3.Connection, table: str) -> int:
-    """How many task hits a hits table holds."""
-    return conn.execute(f"SELECT count(*) FROM temp.{table}").fetchone()[0]
 
 
 def pinned_hits(conn: sqlite3.Connection, table: str) -> Iterator[tuple[int, str, int, int, int, int]]:
