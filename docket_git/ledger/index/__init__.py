@@ -2,26 +2,8 @@
 
 The JSONL file in git stays the only source of truth. The index lives in the
 user cache directory (placed, locked and opened through ``ledger.db``, the
-layer typed ledgers' projections share) and records what it was built from:
-the file's size, mtime, ctime and inode, the length of the bytes it holds, a
-digest of their last block, and digest checkpoints along the file.
-
-``open_index`` proves it current before anyone reads it:
-
-* an equal stat and an equal digest of the last block prove it in O(1)
-  (ctime changes on every write, and ``os.utime`` cannot set it back);
-* otherwise, under the ledger's shared lock, the checkpoints are compared
-  block by block and only the lines past the last shared checkpoint are
-  validated (``store.parse``, against the records the index holds) and
-  indexed again: an append by another tool, a branch switch, a rebase's
-  rewritten tail;
-* a missing, corrupt, locked-out or foreign-version database, or one that
-  would have to validate more than ``UPDATE_LIMIT`` new bytes, is built
-  afresh silently: in a temporary file without a journal, one validated
-  slice at a time (``store.validated``: ``parse_line``, ``check_line`` and
-  ``Index.check`` on every line, the one statement of the rules), then
-  renamed into place; a cache directory that cannot be written degrades to an in-memory
-  index with one notice.
+layer typed ledgers' projections share) and is proven current, or brought
+current, before anyone reads it (``proof``).
 
 So the index is also the ledger's validated prefix: the store's append
 (``ledger.append``) validates new records against what the index vouches for
@@ -43,17 +25,14 @@ The schema is documented in docs/sql.md (``docket sql --schema`` prints it).
 The package, one module per job (imports run down this list):
 
 * ``schema``: the tables, the constants the proof rests on, a record's rows;
-* ``handle``: ``Index``, and the validation index backed by SQL (``known``);
-* ``proof``: the currency proof, the checkpoints and the meta rows;
+* ``proof``: ``Index``, the currency proof, ``open_index`` and ``held``, builds deferred past a hook's answer;
 * ``build``: the cold build, in a temporary file renamed into place;
 * ``settle``: new records' derived state settled against the indexed rows;
-* ``incremental``: ``update``, past the prefix the index still shares;
-* ``opening``: ``open_index``, ``held``, and builds deferred past a hook's answer;
+* ``update``: ``update``, past the prefix the index still shares; ``follower``, the index's part in an append;
 * ``query``: a briefing's query matched and scored in SQL; the filters of list, --where and show;
 * ``reads``: what a briefing's outline reads (facts, strata, scopes, a task's ranked hits, closure);
 * ``lines``: records read back by offset, snapshots, ``parse``, the revision, a ledger opened for a briefing;
-* ``consequences``: what an append changes for earlier records;
-* ``following``: ``follower``, the index's part in the store's append (vouch, then catch up).
+* ``consequences``: what an append changes for earlier records.
 
 Code outside the package uses the names below and nothing else; no SQL outside the package names
 one of the index's tables (tests/test_index_boundary.py).
@@ -61,7 +40,6 @@ one of the index's tables (tests/test_index_boundary.py).
 
 from __future__ import annotations
 
-from docket_git.ledger.index.handle import Index
 from docket_git.ledger.index.lines import (
     Briefed,
     for_briefing,
@@ -75,7 +53,7 @@ from docket_git.ledger.index.lines import (
     revision,
     texts,
 )
-from docket_git.ledger.index.opening import build_later, finish_later, first_use, held, open_index, opened
+from docket_git.ledger.index.proof import Index, build_later, finish_later, first_use, held, open_index, opened
 from docket_git.ledger.index.query import (
     MAX_TERMS,
     SCOPE_COVERS,
@@ -98,7 +76,6 @@ from docket_git.ledger.index.reads import (
     add_scope_points,
     closure_extras,
     current_ids,
-    current_pinned,
     degrees,
     facts_of,
     hit_count,
@@ -113,9 +90,7 @@ from docket_git.ledger.index.reads import (
     positions,
     prerequisite_closure,
     ranked_hits,
-    record_count,
     record_facts,
-    retired_count,
     retirements,
     scope_hits,
     scope_holders,
@@ -129,10 +104,10 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a few ms
 
 if TYPE_CHECKING:
     from docket_git.ledger.index.consequences import effects
-    from docket_git.ledger.index.following import Follower, follower
+    from docket_git.ledger.index.update import Follower, follower
 
 #: Names whose module loads on first use: a session hook reads, and never appends.
-_LAZY = {"Follower": "following", "follower": "following", "effects": "consequences"}
+_LAZY = {"Follower": "update", "follower": "update", "effects": "consequences"}
 
 
 def __getattr__(name: str) -> object:
@@ -142,76 +117,3 @@ def __getattr__(name: str) -> object:
     value = getattr(__import__(f"{__name__}.{module}", fromlist=[name]), name)
     globals()[name] = value
     return value
-
-
-__all__ = [
-    "MAX_TERMS",
-    "SCHEMA",
-    "SCOPE_COVERS",
-    "TABLE_NAMES",
-    "TAIL",
-    "Briefed",
-    "Follower",
-    "Index",
-    "OutlineReads",
-    "add_scope_points",
-    "blockers",
-    "build_later",
-    "closure_extras",
-    "component_scopes",
-    "current_ids",
-    "current_pinned",
-    "db_path",
-    "degrees",
-    "derived_for",
-    "effects",
-    "facts_of",
-    "finish_later",
-    "first_use",
-    "follower",
-    "for_briefing",
-    "held",
-    "hit_count",
-    "hit_ids",
-    "hit_row",
-    "id_at",
-    "ids_at",
-    "ids_between",
-    "ids_in_order",
-    "ledger_bytes",
-    "line_facts",
-    "mask_points",
-    "match_query",
-    "matching_rows",
-    "named_by_open_questions",
-    "nul_haystack",
-    "open_index",
-    "opened",
-    "outline_reads",
-    "parse",
-    "pinned_hits",
-    "positions",
-    "prefix_digest",
-    "prerequisite_closure",
-    "query_needles",
-    "ranked_hits",
-    "read",
-    "record_count",
-    "record_facts",
-    "records_end",
-    "records_in_slices",
-    "records_of",
-    "resolvers",
-    "retired_count",
-    "retirements",
-    "revision",
-    "scope_hits",
-    "scope_holders",
-    "scope_kind",
-    "scope_strings",
-    "strata",
-    "task_tables",
-    "temp_name",
-    "text_points",
-    "texts",
-]

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from docket_git.ledger import project
-from docket_git.ledger.index.opening import opened
+from docket_git.ledger.index.proof import opened
 from docket_git.ledger.index.schema import _count
 from docket_git.ledger.index.settle import _cited_state
 

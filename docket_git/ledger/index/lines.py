@@ -16,9 +16,17 @@ from pathlib import Path
 
 from docket_git.errors import LedgerError, withdraw
 from docket_git.ledger import canonical, db, jsonl, store
-from docket_git.ledger.index.handle import Index, known
-from docket_git.ledger.index.opening import _locked_read, build_later, first_use, open_index, opened
-from docket_git.ledger.index.proof import _shared_prefix, _tail_digest
+from docket_git.ledger.index.proof import (
+    Index,
+    _locked_read,
+    _shared_prefix,
+    _tail_digest,
+    build_later,
+    first_use,
+    known,
+    open_index,
+    opened,
+)
 from docket_git.ledger.index.schema import _meta
 
 #: Up to this many records are read line by line (each checked against its digest) instead of reading the file.
