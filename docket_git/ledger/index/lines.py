@@ -43,12 +43,8 @@ def records_of(ix: Index, ids: list[str], *, parse_float: Callable[[str], object
     """
     if not ids:
         return []
-    chunks = None
-    if len(ids) <= FEW and ix.data is None:
-        chunks = _read_lines(ix, _spans(ix, ids))
-        if chunks is None:  # changed since it was proven: read it whole, proving the index again
-            ix.data = None
-    if chunks is None:
+    chunks = _read_lines(ix, _spans(ix, ids)) if len(ids) <= FEW and ix.data is None else None
+    if chunks is None:  # many, or changed since it was proven: read it whole, proving the index again
         view = memoryview(ledger_bytes(ix))
         chunks = [view[o : o + n] for o, n, _ in _spans(ix, ids)]
     return json.loads(b"[" + b",".join(chunks) + b"]", **_hooks(parse_float))
@@ -233,14 +229,11 @@ def parse(ledger: Path, data: bytes, *, records: bool = True, ix: Index | None =
         own = open_index(ledger)
     except LedgerError:
         return store.parse(ledger, data, records=records)
-    if own.note:  # a stand-in for a ledger committed broken (``broken.stand_in``): validate every line
-        withdraw(own.note)
-        own.close()
-        return store.parse(ledger, data, records=records)
-    try:
-        return _parse_over(own, ledger, data, records)
-    finally:
-        own.close()
+    with contextlib.closing(own):
+        if not own.note:
+            return _parse_over(own, ledger, data, records)
+        withdraw(own.note)  # a stand-in for a ledger committed broken (``broken.stand_in``): validate every line
+    return store.parse(ledger, data, records=records)
 
 
 def _parse_over(ix: Index, ledger: Path, data: bytes, records: bool) -> store.Snapshot:
@@ -282,10 +275,9 @@ def for_briefing(
     The ledger is ``ledger``, or found at or above ``start``; ``prepare(path)``
     (the caller's settings, which may refuse them) runs before anything is
     opened, with None when there is no ledger. Then, with the cyclic GC paused
-    (a briefing builds many short-lived, acyclic objects), a ``fresh`` read of a
-    ledger with no index yet is served from its records in memory and its index
-    built once this process has answered (d108); else the index is opened,
-    proven current, and closed on exit.
+    (a briefing builds many short-lived, acyclic objects), the index is opened,
+    proven current, and closed on exit; or, ``fresh``, a ledger with no index yet
+    is read in memory.
     """
     path = ledger if ledger is not None else store.find_ledger(start)
     prepared = prepare(path)
@@ -293,25 +285,15 @@ def for_briefing(
         yield Briefed(None, prepared)
         return
     with jsonl.gc_paused():
-        snapshot = _fresh_clone(path) if fresh else None
+        # A ledger with no index yet (small enough to read in memory) is read so, and its index built once
+        # this process has answered (d108); one that cannot be read is left to the indexed read to report.
+        snapshot = None
+        if fresh and first_use(path):
+            with contextlib.suppress(store.LedgerError):
+                snapshot = store.read(path)
+                build_later(path)
         if snapshot is not None:
             yield Briefed(path, prepared, snapshot=snapshot, revision=snapshot.revision())
             return
         with opened(path) as ix:
             yield Briefed(path, prepared, ix=ix, revision=revision(ix)[0])
-
-
-def _fresh_clone(path: Path) -> store.Snapshot | None:
-    """A ledger with no index yet read in memory, its index built once this process has answered (d108).
-
-    None: the ledger has an index (or is too large to read in memory, or cannot be read: the indexed
-    read says why, or reads a stand-in).
-    """
-    if not first_use(path):
-        return None
-    try:
-        snapshot = store.read(path)
-    except store.LedgerError:
-        return None
-    build_later(path)
-    return snapshot

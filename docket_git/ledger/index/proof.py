@@ -279,17 +279,9 @@ def open_index(ledger: Path) -> Index:
     Raises ``LedgerError`` for a ledger that does not validate, as every reader does.
     """
     target = db_path(ledger)
-    conn = _open_persistent(target)
-    if conn is not None:
-        try:
-            # One read transaction for the whole command: the proof and every later lookup see
-            # one state of the index, whatever another process commits meanwhile (WAL).
-            conn.execute("BEGIN")
-            if _proven(conn, ledger):
-                return Index(conn, ledger, target)
-        except sqlite3.Error:
-            pass
-        conn.close()
+    ix = _proven_file(ledger, target)
+    if ix is not None:
+        return ix
     # Not provably current: read the bytes under the ledger's shared lock (so no docket writer is
     # halfway through a batch), then bring the index to them under its own lock.
     stat, data = _locked_read(ledger)
@@ -331,14 +323,26 @@ def _for_bytes(ledger: Path, target: Path, data: bytes, stat: tuple) -> Index:
     return Index(conn, ledger, None, how, data)
 
 
-def _open_persistent(target: Path) -> sqlite3.Connection | None:
-    """A read-only connection to an existing index file, or None (missing, unreadable, not a database)."""
+def _proven_file(ledger: Path, target: Path, data: bytes | None = None) -> Index | None:
+    """The index file, read-only, when it proves it holds the ledger (``data``: as read under its lock); else None.
+
+    One read transaction for the whole command: the proof and every later lookup see one state of
+    the index, whatever another process commits meanwhile (WAL).
+    """
     if not target.exists():
         return None
     try:
-        return sqlite3.connect(db.read_only_uri(target), uri=True, isolation_level=None)
+        conn = sqlite3.connect(db.read_only_uri(target), uri=True, isolation_level=None)
     except sqlite3.Error:
         return None
+    try:
+        conn.execute("BEGIN")
+        if _proven(conn, ledger, data):
+            return Index(conn, ledger, target, data=data)
+    except sqlite3.Error:
+        pass
+    conn.close()
+    return None
 
 
 def _update_persistent(ledger: Path, target: Path, data: bytes, stat: tuple) -> Index:
@@ -393,14 +397,9 @@ def _usable(conn: sqlite3.Connection) -> bool:
     return row is not None and row[0] == SCHEMA_VERSION
 
 
-@contextlib.contextmanager
-def opened(ledger: Path) -> Iterator[Index]:
+def opened(ledger: Path) -> contextlib.closing[Index]:
     """``open_index`` as a context manager that closes the connection."""
-    index = open_index(ledger)
-    try:
-        yield index
-    finally:
-        index.close()
+    return contextlib.closing(open_index(ledger))
 
 
 def held(ledger: Path, data: bytes) -> Index:
@@ -409,15 +408,7 @@ def held(ledger: Path, data: bytes) -> Index:
     (``open_index`` would take the ledger's lock itself, which a holder of it must not.)
     """
     target = db_path(ledger)
-    conn = _open_persistent(target)
-    if conn is not None:
-        try:
-            if _proven(conn, ledger, data):
-                return Index(conn, ledger, target, data=data)
-        except sqlite3.Error:
-            pass
-        conn.close()
-    return _for_bytes(ledger, target, data, db.file_stat(ledger))
+    return _proven_file(ledger, target, data) or _for_bytes(ledger, target, data, db.file_stat(ledger))
 
 
 # -- builds deferred past a hook's answer ----------------------------------------------------------
