@@ -308,7 +308,10 @@ class Follower:
                     conn.execute("ROLLBACK")
                     raise
                 return
-            whole = data[:keep] + payload if not base else _whole(self.ledger, fd)
+            if base and fd is None:
+                raise OSError("no descriptor")  # never: a tail is read from the open file
+            # Every byte of the ledger (the store holds its exclusive lock: no batch is unfinished).
+            whole = store.read_from(fd, 0, os.fstat(fd).st_size) if base else data[:keep] + payload
             if conn is not None and self.prefix_held is not None:
                 update(conn, self.ledger, whole, stat, prefix=self.prefix_held)
                 return
@@ -319,13 +322,6 @@ class Follower:
 
 #: Seconds an append waits for the index's lock before it writes without the index (``Follower._lock``).
 LOCK_WAIT = 2.0
-
-
-def _whole(ledger: Path, fd: int | None) -> bytes:
-    """Every byte of the ledger (the store holds its exclusive lock: no batch is unfinished)."""
-    if fd is None:
-        raise OSError("no descriptor")
-    return store.read_from(fd, 0, os.fstat(fd).st_size)
 
 
 @contextlib.contextmanager
