@@ -3,22 +3,17 @@
 The JSONL file in git stays the only source of truth. The index lives in the
 user cache directory (placed, locked and opened through ``ledger.db``, the
 layer typed ledgers' projections share) and is proven current, or brought
-current, before anyone reads it (``proof``).
-
-So the index is also the ledger's validated prefix: the store's append
-(``ledger.append``) validates new records against what the index vouches for
-(``follower``: ``known``), reading and writing only the file's tail when the
-index proves it holds the whole file, and the index then takes in the new
-lines; ``parse`` validates other bytes that share a prefix with the ledger
-(a staged blob, a rebase result) only past that prefix; and ``read`` hands
-full snapshots to the commands that need every record. Locks are always
-taken in one order, the ledger's before the index's.
+current, before anyone reads it (``proof``). It is also the ledger's validated
+prefix: the store's append (``ledger.append``) validates new records against
+what the index vouches for, ``parse`` validates other bytes that share a
+prefix with the ledger (a staged blob, a rebase result) only past it, and
+``read`` hands full snapshots to the commands that need every record. Locks
+are always taken in one order, the ledger's before the index's.
 
 Derived state (retired, resolved, applicable, blocked_by, resolved_by) is
-computed by ``ledger.project``, the same code every other reader uses:
-an append that supersedes nothing settles only its own records; anything
-else re-derives from the stored structural columns (no JSON decoding of the
-old lines) and rewrites only the rows whose state changed.
+computed by ``ledger.project``, the same code every other reader uses: an
+append that supersedes nothing settles only its own records; anything else
+rewrites only the rows whose state changed (``settle``).
 
 The schema is documented in docs/sql.md (``docket sql --schema`` prints it).
 
@@ -28,11 +23,11 @@ The package, one module per job (imports run down this list):
 * ``proof``: ``Index``, the currency proof, ``open_index`` and ``held``, builds deferred past a hook's answer;
 * ``build``: the cold build, in a temporary file renamed into place;
 * ``settle``: new records' derived state settled against the indexed rows;
-* ``update``: ``update``, past the prefix the index still shares; ``follower``, the index's part in an append;
+* ``update``: ``update``, past the prefix the index still shares; the index's part in an append (``follower``,
+  and its ``effects`` on earlier records);
 * ``query``: a briefing's query matched and scored in SQL; the filters of list, --where and show;
 * ``reads``: what a briefing's outline reads (facts, strata, scopes, a task's ranked hits, closure);
-* ``lines``: records read back by offset, snapshots, ``parse``, the revision, a ledger opened for a briefing;
-* ``consequences``: what an append changes for earlier records.
+* ``lines``: records read back by offset, snapshots, ``parse``, the revision, a ledger opened for a briefing.
 
 Code outside the package uses the names below and nothing else; no SQL outside the package names
 one of the index's tables (tests/test_index_boundary.py).
@@ -103,11 +98,10 @@ from docket_git.ledger.index.schema import SCHEMA, TABLE_NAMES, TAIL, db_path, s
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a few ms of every start)
 
 if TYPE_CHECKING:
-    from docket_git.ledger.index.consequences import effects
-    from docket_git.ledger.index.update import Follower, follower
+    from docket_git.ledger.index.update import Follower, effects, follower
 
 #: Names whose module loads on first use: a session hook reads, and never appends.
-_LAZY = {"Follower": "update", "follower": "update", "effects": "consequences"}
+_LAZY = {"Follower": "update", "follower": "update", "effects": "update"}
 
 
 def __getattr__(name: str) -> object:
