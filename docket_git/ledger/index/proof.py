@@ -83,12 +83,21 @@ class Index:
 # -- the validation index, backed by SQL ------------------------------------------------------------
 
 
-class _Ids(dict):
-    """ID -> line of the records validated in this process, and the first ``limit`` indexed records."""
+class _Backed:
+    """What this process validated, in memory, over the first ``limit`` indexed records, looked up in SQL."""
 
     def __init__(self, conn: sqlite3.Connection, limit: int) -> None:
         super().__init__()
         self.conn, self.limit = conn, limit
+
+    def copy(self) -> _Backed:
+        out = type(self)(self.conn, self.limit)
+        out.update(self)  # type: ignore[attr-defined]
+        return out
+
+
+class _Ids(_Backed, dict):
+    """ID -> line of the records validated in this process, and the first ``limit`` indexed records."""
 
     def __contains__(self, rid: object) -> bool:
         if dict.__contains__(self, rid):
@@ -98,18 +107,9 @@ class _Ids(dict):
         row = self.conn.execute("SELECT 1 FROM records WHERE id = ? AND seq < ?", (rid, self.limit)).fetchone()
         return row is not None
 
-    def copy(self) -> _Ids:  # type: ignore[override]
-        out = _Ids(self.conn, self.limit)
-        out.update(self)
-        return out
 
-
-class _Retired(set):
+class _Retired(_Backed, set):
     """IDs superseded by a record validated in this process or by one of the first ``limit`` indexed records."""
-
-    def __init__(self, conn: sqlite3.Connection, limit: int) -> None:
-        super().__init__()
-        self.conn, self.limit = conn, limit
 
     def __contains__(self, rid: object) -> bool:
         if set.__contains__(self, rid):
@@ -122,11 +122,6 @@ class _Retired(set):
             (rid, self.limit),
         ).fetchone()
         return row is not None
-
-    def copy(self) -> _Retired:  # type: ignore[override]
-        out = _Retired(self.conn, self.limit)
-        out.update(self)
-        return out
 
 
 def known(conn: sqlite3.Connection, limit: int) -> Known:
