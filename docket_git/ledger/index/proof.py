@@ -141,10 +141,8 @@ def _tail_digest(data: bytes | memoryview, length: int) -> str:
 def _holds(meta: dict, ledger: Path, stat: tuple) -> bool:
     """True when the meta rows say the index holds every byte of this ledger as ``stat`` finds it.
 
-    The one statement of the stat comparison: same schema, same ledger, equal
-    (size, mtime, ctime, inode), and the indexed length is the file's (an
-    unfinished batch or a torn line beyond it is read the long way). The
-    digest of the last TAIL bytes completes the proof (``_proven``, ``_tail_proof``).
+    The one statement of the stat comparison: same schema and ledger, equal (size, mtime, ctime, inode),
+    and the indexed length is the file's (an unfinished batch or a torn line beyond it is read the long way).
     """
     return (
         meta.get("schema_version") == SCHEMA_VERSION

@@ -245,9 +245,7 @@ class Follower:
     def tail(self, fd: int) -> tuple[Known, int, bytes] | None:
         """(the validation index, base, the ledger's bytes from base on) when the index holds every byte of fd.
 
-        ``fd``: the ledger, open for writing. The proof (``_tail_proof``) reads
-        only the last bytes; ``base`` is at or before the checkpoint before the
-        last and at least TAIL bytes before the end. None when it proves nothing.
+        ``fd``: the ledger, open for writing; only its tail is read (``_tail_proof``). None: it proves nothing.
         """
         conn = self._open()
         if conn is None:
