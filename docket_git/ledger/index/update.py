@@ -51,9 +51,10 @@ def update(
             if _afresh((shared, kept, lines), data):
                 _clear(conn)
                 _fill(conn, ledger, data, stat)
-                conn.execute("COMMIT")
-                return "rebuilt"
-            how = _update_past(conn, ledger, data, stat, (shared, kept, lines))
+                how = "rebuilt"
+            else:
+                _update_past(conn, ledger, data, stat, (shared, kept, lines))
+                how = "updated"
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -63,8 +64,8 @@ def update(
 
 def _update_past(
     conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple, prefix: tuple[int, int, int], base: int = 0
-) -> str:
-    """In conn's open write transaction: index the lines past ``prefix`` (bytes, records, lines kept).
+) -> None:
+    """In conn's open write transaction: validate and index the lines past ``prefix`` (bytes, records, lines kept).
 
     ``data`` holds the ledger's bytes from offset ``base`` on: all of them
     (0), or a tail from at or before the checkpoint preceding ``prefix``'s
@@ -72,15 +73,37 @@ def _update_past(
     file's own.
     """
     shared, kept, lines = prefix
-    total = _count(conn)
-    removed = _truncate(conn, kept) if kept < total else []
+    removed = _truncate(conn, kept) if kept < _count(conn) else []  # their (source, type, target) relations
     at = shared - base
     snap = store.parse(ledger, data, records=False, start=at, line_no=lines, known=known(conn, kept))
-    how = _apply(conn, data, shared, kept, lines, snap, removed, base=base)
-    newlines = lines + data.count(b"\n", at, snap.valid_length)
-    _write_meta(conn, ledger, stat, data, snap.valid_length, newlines, base=base)
+    length = snap.valid_length
+    found, ends = jsonl.whole_lines(data, at, length)
+    new = snap.tail
+    # The last shared checkpoint may end a short block (the file's old end), or a last line
+    # without its newline: blocks are cut again from the checkpoint before it, so appends do
+    # not leave a trail of small blocks and the checkpoints are the ones a fresh build cuts.
+    start, before, before_lines = shared, kept, lines
+    row = conn.execute(
+        "SELECT end_offset, records, lines FROM checkpoints WHERE end_offset < ? ORDER BY end_offset DESC LIMIT 1",
+        (shared,),
+    ).fetchone()
+    if shared and (shared - (row[0] if row else 0) < schema.BLOCK or data[at - 1] != 0x0A):
+        start, before, before_lines = (row[0], row[1], row[2]) if row is not None else (0, 0, 0)
+    # Never: both are the non-blank whole lines of the same region, and the caller's tail starts
+    # at or before the checkpoint.
+    if snap.tail_ends != ends or start < base:
+        raise LedgerError(f"{snap.path}: the index could not line up the ledger's records; run the command again")
+    conn.execute("DELETE FROM checkpoints WHERE end_offset > ?", (start,))
+    conn.executemany(
+        "INSERT INTO checkpoints VALUES (?, ?, ?, ?)",
+        _checkpoints(data, start - base, before, before_lines, length, base=base),
+    )
+    if not removed and not any(r.get("supersedes") for r in new):
+        _settle_appended(conn, kept, new, found, ends, data, base)
+    else:
+        _settle_changed(conn, kept, removed, new, found, ends, data, base)
+    _write_meta(conn, ledger, stat, data, length, lines + data.count(b"\n", at, length), base=base)
     conn.execute("INSERT OR REPLACE INTO meta VALUES ('indexed_from', ?)", (kept,))
-    return how
 
 
 def _prefix(conn: sqlite3.Connection, ledger: Path, data: bytes) -> tuple[int, int, int]:
@@ -108,51 +131,6 @@ def _clear(conn: sqlite3.Connection) -> None:
         conn.execute(f"DELETE FROM {table}")
     for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL").fetchall():
         conn.execute(f"DROP INDEX {name}")
-
-
-def _apply(
-    conn: sqlite3.Connection,
-    data: bytes,
-    shared: int,
-    kept: int,
-    lines: int,
-    snap: store.Snapshot,
-    removed: list[tuple[str, str, str]],
-    *,
-    base: int = 0,
-) -> str:
-    """Index the records validation found past ``shared`` after the first ``kept`` (the rest are truncated already).
-
-    ``removed``: the (source, type, target) relations of the records truncated (``_truncate``).
-    ``data`` starts at file offset ``base``; ``shared`` and the stored offsets are the file's.
-    """
-    length = snap.valid_length
-    found, ends = jsonl.whole_lines(data, shared - base, length)
-    new = snap.tail
-    if snap.tail_ends != ends:  # never: both are the non-blank whole lines of the same region
-        raise LedgerError(f"{snap.path}: the index could not line up the ledger's records; run the command again")
-    # The last shared checkpoint may end a short block (the file's old end), or a last line
-    # without its newline: blocks are cut again from the checkpoint before it, so appends do
-    # not leave a trail of small blocks and the checkpoints are the ones a fresh build cuts.
-    start, before, before_lines = shared, kept, lines
-    row = conn.execute(
-        "SELECT end_offset, records, lines FROM checkpoints WHERE end_offset < ? ORDER BY end_offset DESC LIMIT 1",
-        (shared,),
-    ).fetchone()
-    if shared and (shared - (row[0] if row else 0) < schema.BLOCK or data[shared - base - 1] != 0x0A):
-        start, before, before_lines = (row[0], row[1], row[2]) if row is not None else (0, 0, 0)
-    if start < base:  # never: the caller's tail starts at or before the checkpoint
-        raise LedgerError(f"{snap.path}: the index could not line up the ledger's records; run the command again")
-    conn.execute("DELETE FROM checkpoints WHERE end_offset > ?", (start,))
-    conn.executemany(
-        "INSERT INTO checkpoints VALUES (?, ?, ?, ?)",
-        _checkpoints(data, start - base, before, before_lines, length, base=base),
-    )
-    if not removed and not any(r.get("supersedes") for r in new):
-        _settle_appended(conn, kept, new, found, ends, data, base)
-    else:
-        _settle_changed(conn, kept, removed, new, found, ends, data, base)
-    return "updated"
 
 
 def _truncate(conn: sqlite3.Connection, kept: int) -> list[tuple[str, str, str]]:
