@@ -246,7 +246,7 @@ def _tail_proof(conn: sqlite3.Connection, ledger: Path, fd: int) -> tuple[dict, 
 
     ``_proven``'s proof, taken on the descriptor that will be written. ``base``
     is where the bytes the append needs begin: at or before the checkpoint
-    before the last (``_apply`` cuts blocks again from there) and at least
+    before the last (``_update_past`` cuts blocks again from there) and at least
     TAIL bytes before the end (``store.write_records`` journals the 4 KB
     before a batch). None when the index is empty or proves nothing.
     """

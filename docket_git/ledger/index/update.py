@@ -249,13 +249,11 @@ class Follower:
         if conn is None:
             return None, 0, 0
         try:
-            meta = _meta(conn)
-            if meta.get("ledger") != str(self.ledger.resolve()):
-                return None, 0, 0
             if _proven(conn, self.ledger, data):
+                meta = _meta(conn)
                 held = (meta["length"], _count(conn), meta["lines"])
             else:
-                held = _shared_prefix(conn, data)
+                held = _prefix(conn, self.ledger, data)
             if not held[1]:
                 return None, 0, 0
             self.prefix_held = held
