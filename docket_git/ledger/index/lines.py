@@ -170,13 +170,8 @@ def revision(ix: Index) -> tuple[str, int]:
     meta = _meta(ix.conn)
     end = records_end(data, meta.get("length", 0))
     digest = canonical.sha256(memoryview(data)[:end])
-    _file_revision(ix, meta, digest, end)
-    return digest, end
-
-
-def _file_revision(ix: Index, meta: dict, digest: str, end: int) -> None:
-    """Store a computed revision when the index still holds the bytes it was computed from (best effort)."""
-    try:
+    # Filed for the next readers when the index still holds the bytes it was computed from (best effort).
+    with contextlib.suppress(OSError, sqlite3.Error):
         conn = ix.conn if ix.path is None else db.open_wal(ix.path)
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -189,8 +184,7 @@ def _file_revision(ix: Index, meta: dict, digest: str, end: int) -> None:
         finally:
             if conn is not ix.conn:
                 conn.close()
-    except (OSError, sqlite3.Error):
-        pass
+    return digest, end
 
 
 def read(ledger: Path | None, *, records: bool = True) -> store.Snapshot:
