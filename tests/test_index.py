@@ -363,7 +363,7 @@ def test_an_update_past_the_limit_builds_afresh_in_a_temporary_file(tmp_path: Pa
     path.write_bytes(encode(records[:30]))
     assert index.open_index(path).how == "updated"  # in place: the same file
     assert os.stat(target).st_ino == first
-    monkeypatch.setattr(index.incremental, "UPDATE_LIMIT", 1000)
+    monkeypatch.setattr(index.update, "UPDATE_LIMIT", 1000)
     path.write_bytes(encode(records))
     ix = index.open_index(path)
     assert ix.how == "rebuilt" and ix.path == target

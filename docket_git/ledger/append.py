@@ -1,19 +1,14 @@
 """The append: the store validates new records and writes them under the ledger's lock; the index follows.
 
-``append`` is the one write path of claims, decisions and questions (the
-store's, beside ``store.py``, which keeps files, locks and the batch
-journal). Under the ledger's exclusive lock the drafts get their IDs and are
-validated against the ledger's records, then written after its last line at
-once, flushed and fsynced; on any failure the ledger is left byte-identical.
-
-The index (``ledger.index``) is asked only what it already holds, so the
-store need not read or validate that again: every byte of the open ledger
-(then only the file's tail is read and written, decision d109) or a prefix
-of the bytes read. What it cannot vouch for, the store reads and validates
-itself (``store.validated``). After the write the index takes in the new lines,
-or is left stale for the next reader. Without an index the store validates
-the whole ledger, and the write, its output and its refusals are the same
-byte for byte (tests/test_append_store.py).
+``append`` is the one write path of claims, decisions and questions. Under the
+ledger's exclusive lock the drafts get their IDs and are validated against the
+ledger's records, then written after its last line at once, flushed and
+fsynced; on any failure the ledger is left byte-identical. The index
+(``index.follower``) vouches for what it already holds, so the store need not
+read or validate that again (with the whole file vouched for, only its tail is
+read and written, d109), and takes in the new lines after the write. Without
+an index the write, its output and its refusals are the same byte for byte
+(tests/test_append_store.py).
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ with one line saying what is wrong and that ``docket repair`` fixes it.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -153,17 +152,9 @@ def committed_break(ledger: Path, data: bytes | None = None) -> tuple[Path, str,
     return (root, rel, found) if found is not None else None
 
 
-def stand_in_path(ledger: Path) -> Path:
-    """Where the last good ledger of this ledger is kept for readers: the user cache dir, keyed by its real path."""
-    from docket_git.dirs import cache_dir
-
-    key = hashlib.sha256(str(ledger.resolve()).encode()).hexdigest()[:32]
-    return Path(cache_dir()) / "last-good" / key / ".docket" / "ledger.jsonl"
-
-
 def stand_in(ledger: Path, data: bytes | None = None) -> tuple[Path, str, bytes] | None:
     """(a copy of the last good ledger, the one line saying so, its bytes) while HEAD's ledger is broken; else None."""
-    from docket_git.ledger import store
+    from docket_git.ledger import db, store
     from docket_git.repo import gitio
 
     found = committed_break(ledger, data)
@@ -172,7 +163,8 @@ def stand_in(ledger: Path, data: bytes | None = None) -> tuple[Path, str, bytes]
     root, rel, broke = found
     _, good = gitio.blob_at(root, broke.good, rel)
     good = good or b""
-    path = stand_in_path(ledger)
+    # Kept in the user cache dir, keyed by the ledger's real path.
+    path = db.cache_path("last-good", ledger).with_suffix("") / ".docket" / "ledger.jsonl"
     try:
         if not path.is_file() or path.read_bytes() != good:
             path.parent.mkdir(parents=True, exist_ok=True)

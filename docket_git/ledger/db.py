@@ -61,9 +61,6 @@ def file_stat(source: Path) -> tuple[int, int, int, int]:
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
-_stat = file_stat
-
-
 @contextlib.contextmanager
 def lock(db_path: Path) -> Iterator[None]:
     """Hold the projection's exclusive lock (held across prove-current, rebuild and writes)."""
@@ -111,13 +108,13 @@ def _source_row(db_path: Path) -> tuple | None:
 def is_current(db_path: Path, source: Path, fingerprint: str) -> bool:
     """True when the projection at db_path provably reflects source's current bytes (O(1): a stat)."""
     row = _source_row(db_path)
-    return row is not None and row[5] == fingerprint and tuple(row[:4]) == _stat(source)
+    return row is not None and row[5] == fingerprint and tuple(row[:4]) == file_stat(source)
 
 
 def stamp(conn: sqlite3.Connection, source: Path, fingerprint: str, digest: str | None) -> None:
     """Record source's current stat (and content digest, when known) as what the projection reflects."""
     conn.execute(_SOURCE_DDL)
-    size, mtime, ctime, ino = _stat(source)
+    size, mtime, ctime, ino = file_stat(source)
     conn.execute(
         "INSERT OR REPLACE INTO _source VALUES (1, ?, ?, ?, ?, ?, ?, ?)",
         (str(source), size, mtime, ctime, ino, digest, fingerprint),
@@ -127,7 +124,7 @@ def stamp(conn: sqlite3.Connection, source: Path, fingerprint: str, digest: str 
 def ensure(source: Path, db_path: Path, fingerprint: str, build: Build, extend: Extend | None = None) -> str:
     """Make db_path current for source (call under ``lock``); returns "current", "extended" or "rebuilt"."""
     row = _source_row(db_path)
-    if row is not None and row[5] == fingerprint and tuple(row[:4]) == _stat(source):
+    if row is not None and row[5] == fingerprint and tuple(row[:4]) == file_stat(source):
         return "current"
     try:
         data = files.read_bytes(source, None, files.LEDGER_CAP)  # never through a link, never unbounded
@@ -180,10 +177,10 @@ def discard(db_path: Path) -> None:
             Path(str(db_path) + suffix).unlink()
 
 
-def open_wal(db_path: Path) -> sqlite3.Connection:
+def open_wal(db_path: Path, timeout: float = 10) -> sqlite3.Connection:
     """A read-write connection in WAL mode (readers never wait for a writer); raises OSError/sqlite3.Error."""
     db_path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(db_path, isolation_level=None, timeout=10)
+    conn = sqlite3.connect(db_path, isolation_level=None, timeout=timeout)
     try:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
@@ -334,18 +331,12 @@ def run_sandboxed(conn: sqlite3.Connection, sql: str, limits: Limits) -> tuple[l
         conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, old_attached)
 
 
-def run(conn: sqlite3.Connection, sql: str, params: tuple = ()) -> tuple[list[str], list[tuple]]:
-    """Run one statement on conn; (column names, rows). Raises ``sqlite3.Error``."""
-    cursor = conn.execute(sql, params)
-    columns = [d[0] for d in cursor.description or ()]
-    return columns, cursor.fetchall()
-
-
 def query(db_path: Path, sql: str, params: tuple = ()) -> tuple[list[str], list[tuple]]:
     """Run one read-only statement; (column names, rows). Raises ``sqlite3.Error``."""
     conn = reader(db_path)
     try:
-        return run(conn, sql, params)
+        cursor = conn.execute(sql, params)
+        return [d[0] for d in cursor.description or ()], cursor.fetchall()
     finally:
         conn.close()
 
@@ -356,11 +347,7 @@ def _open_versioned(
     """(a connection at this version, or None; True when the database is corrupt or of another version)."""
     conn: sqlite3.Connection | None = None
     try:
-        # open_wal's, with a busy timeout of busy_ms: a held lock costs a cache, not ten seconds
-        db_path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(db_path, isolation_level=None, timeout=busy_ms / 1000)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
+        conn = open_wal(db_path, busy_ms / 1000)  # a held lock costs a cache, not ten seconds
         found = conn.execute("PRAGMA user_version").fetchone()[0]
         if found == 0:
             conn.execute("BEGIN IMMEDIATE")  # of two creators, the second sees the first's version
@@ -376,18 +363,11 @@ def _open_versioned(
             return conn, False
         conn.close()
         return None, True
-    except sqlite3.OperationalError:  # unwritable, locked, out of space: go without
+    except (sqlite3.DatabaseError, OSError) as exc:
         if conn is not None:
             conn.close()
-        return None, False
-    except sqlite3.DatabaseError:  # not a database, malformed
-        if conn is not None:
-            conn.close()
-        return None, True
-    except OSError:
-        if conn is not None:
-            conn.close()
-        return None, False
+        # Unwritable, locked, out of space (OperationalError, OSError): go without; not a database, malformed: bad.
+        return None, isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError)
 
 
 def open_cache(db_path: Path, version: int, schema: Sequence[str], busy_ms: int = 2000) -> sqlite3.Connection | None:

@@ -17,16 +17,7 @@ STATES: dict[str, tuple[str, ...]] = {
 }
 DEFAULT_STATE: dict[str, str] = {k: v[0] for k, v in STATES.items()}
 #: Every state a projected record can show, recorded or derived.
-ALL_STATES: tuple[str, ...] = (
-    "unassessed",
-    "accepted",
-    "disputed",
-    "rejected",
-    "adopted",
-    "revoked",
-    "open",
-    "resolved",
-)
+ALL_STATES: tuple[str, ...] = (*(state for states in STATES.values() for state in states), "resolved")
 
 REQUIRED_FIELDS: tuple[str, ...] = (
     "schema",

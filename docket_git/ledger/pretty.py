@@ -1,21 +1,18 @@
 """Indent-2 JSON, byte for byte what ``json.dumps(value, indent=2, ensure_ascii=False)`` writes, but faster.
 
 With ``indent`` set, the standard library falls back to its pure-Python
-encoder (a generator per nesting level, a call per value): 1.25 s for
-``list --json`` at 10k records, 86% of it in ``json.encoder``. Records have
-a shallow, fixed shape, so this writer walks them with one type dispatch per
-value, escapes every string with the C encoder ``json.dumps`` itself uses
-(``encode_basestring``), and builds each record's text with ``str.join``.
-``write_list`` streams a list one item at a time: the whole output is never
-held in memory.
+encoder: 1.25 s for ``list --json`` at 10k records, 86% of it in
+``json.encoder``. Records have a shallow, fixed shape, so this writer walks
+them with one type dispatch per value and escapes strings with the C encoder
+``json.dumps`` itself uses (``encode_basestring``). Lists are streamed: the
+whole output is never held in memory.
 
 ``write_slices`` writes a list that arrives in slices (``docket list --json``):
 a slice that holds no float, NaN or Infinity goes through orjson's indent-2
 writer in one call, whose bytes are json.dumps' for every other value
 ``json.loads`` makes (``tests/test_where.py`` checks it by hypothesis); a
 slice with floats (orjson writes ``1e16`` and NaN differently), an integer
-past 64 bits or a lone surrogate (orjson refuses both) goes through
-``encode``.
+past 64 bits or a lone surrogate (orjson refuses both) goes through ``encode``.
 """
 
 from __future__ import annotations
@@ -111,11 +108,7 @@ def encode(value: object, level: int = 0) -> str:
 
 def write_list(items: Iterable[object], write: Callable[[str], object]) -> None:
     """Write a list as ``json.dumps(list(items), indent=2, ensure_ascii=False)`` would, one item at a time."""
-    first = True
-    for item in items:
-        write(("[\n  " if first else ",\n  ") + encode(item, 1))
-        first = False
-    write("[]" if first else "\n]")
+    write_slices((([item], False) for item in items), write)
 
 
 def write_slices(slices: Iterable[tuple[list, bool]], write: Callable[[str], object]) -> None:

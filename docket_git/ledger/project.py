@@ -12,10 +12,6 @@ from collections.abc import Mapping
 from docket_git.plain import Plain
 
 
-def _dedupe(items: list[str]) -> list[str]:
-    return list(dict.fromkeys(items))
-
-
 class Derived(Plain):
     """What projection derives for a list of records, as maps keyed by record ID."""
 
@@ -79,7 +75,7 @@ def settle(record: dict, by_id: Mapping[str, dict], derived: Derived) -> None:
                         reasons.extend(blocked[prereq])
                 else:
                     reasons.append(prereq)
-            blocked[rid] = _dedupe(reasons) if reasons else reasons
+            blocked[rid] = list(dict.fromkeys(reasons)) if reasons else reasons
     answers = record.get("answers")
     if not answers or rid in retired_by:
         return

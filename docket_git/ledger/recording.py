@@ -119,9 +119,8 @@ def draft(kind: str, text: str, fields: dict, prov: dict) -> dict:
     """A record without its ID: defaults, then provenance, then the given fields."""
     record: dict = {"schema": model.SCHEMA, "kind": kind, "text": text, "state": model.DEFAULT_STATE[kind]}
     record.update(prov)
-    record.update({k: (list(v) if isinstance(v, list) else v) for k, v in model.COMMON_DEFAULTS.items()})
-    if kind == "decision":
-        record.update({k: (list(v) if isinstance(v, list) else v) for k, v in model.DECISION_DEFAULTS.items()})
+    defaults = {**model.COMMON_DEFAULTS, **(model.DECISION_DEFAULTS if kind == "decision" else {})}
+    record.update({k: (list(v) if isinstance(v, list) else v) for k, v in defaults.items()})
     record.update({k: v for k, v in fields.items() if v is not None})
     return model.ordered(record)
 
@@ -188,9 +187,6 @@ def hints(record: dict, *, batch: bool = False) -> list[str]:
 # -- allocating IDs ------------------------------------------------------------
 
 
-BATCH_REF_FIELDS = model.FLAT_RELATIONS
-
-
 def _resolve_batch_refs(draft: dict, ids: list[str], position: int) -> None:
     def resolve(field: str, ref: object) -> object:
         if isinstance(ref, str) and ref.startswith("@"):
@@ -200,7 +196,7 @@ def _resolve_batch_refs(draft: dict, ids: list[str], position: int) -> None:
             return ids[int(n) - 1]
         return ref
 
-    for name in BATCH_REF_FIELDS:
+    for name in model.FLAT_RELATIONS:
         if isinstance(draft.get(name), list):
             draft[name] = [resolve(name, r) for r in draft[name]]
     if isinstance(draft.get("supports"), list):

@@ -16,9 +16,17 @@ from pathlib import Path
 
 from docket_git.errors import LedgerError, withdraw
 from docket_git.ledger import canonical, db, jsonl, store
-from docket_git.ledger.index.handle import Index, known
-from docket_git.ledger.index.opening import _locked_read, build_later, first_use, open_index, opened
-from docket_git.ledger.index.proof import _shared_prefix, _tail_digest
+from docket_git.ledger.index.proof import (
+    Index,
+    _locked_read,
+    _shared_prefix,
+    _tail_digest,
+    build_later,
+    first_use,
+    known,
+    open_index,
+    opened,
+)
 from docket_git.ledger.index.schema import _meta
 
 #: Up to this many records are read line by line (each checked against its digest) instead of reading the file.
@@ -35,12 +43,8 @@ def records_of(ix: Index, ids: list[str], *, parse_float: Callable[[str], object
     """
     if not ids:
         return []
-    chunks = None
-    if len(ids) <= FEW and ix.data is None:
-        chunks = _read_lines(ix, _spans(ix, ids))
-        if chunks is None:  # changed since it was proven: read it whole, proving the index again
-            ix.data = None
-    if chunks is None:
+    chunks = _read_lines(ix, _spans(ix, ids)) if len(ids) <= FEW and ix.data is None else None
+    if chunks is None:  # many, or changed since it was proven: read it whole, proving the index again
         view = memoryview(ledger_bytes(ix))
         chunks = [view[o : o + n] for o, n, _ in _spans(ix, ids)]
     return json.loads(b"[" + b",".join(chunks) + b"]", **_hooks(parse_float))
@@ -166,13 +170,8 @@ def revision(ix: Index) -> tuple[str, int]:
     meta = _meta(ix.conn)
     end = records_end(data, meta.get("length", 0))
     digest = canonical.sha256(memoryview(data)[:end])
-    _file_revision(ix, meta, digest, end)
-    return digest, end
-
-
-def _file_revision(ix: Index, meta: dict, digest: str, end: int) -> None:
-    """Store a computed revision when the index still holds the bytes it was computed from (best effort)."""
-    try:
+    # Filed for the next readers when the index still holds the bytes it was computed from (best effort).
+    with contextlib.suppress(OSError, sqlite3.Error):
         conn = ix.conn if ix.path is None else db.open_wal(ix.path)
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -185,8 +184,7 @@ def _file_revision(ix: Index, meta: dict, digest: str, end: int) -> None:
         finally:
             if conn is not ix.conn:
                 conn.close()
-    except (OSError, sqlite3.Error):
-        pass
+    return digest, end
 
 
 def read(ledger: Path | None, *, records: bool = True) -> store.Snapshot:
@@ -225,14 +223,11 @@ def parse(ledger: Path, data: bytes, *, records: bool = True, ix: Index | None =
         own = open_index(ledger)
     except LedgerError:
         return store.parse(ledger, data, records=records)
-    if own.note:  # a stand-in for a ledger committed broken (``broken.stand_in``): validate every line
-        withdraw(own.note)
-        own.close()
-        return store.parse(ledger, data, records=records)
-    try:
-        return _parse_over(own, ledger, data, records)
-    finally:
-        own.close()
+    with contextlib.closing(own):
+        if not own.note:
+            return _parse_over(own, ledger, data, records)
+        withdraw(own.note)  # a stand-in for a ledger committed broken (``broken.stand_in``): validate every line
+    return store.parse(ledger, data, records=records)
 
 
 def _parse_over(ix: Index, ledger: Path, data: bytes, records: bool) -> store.Snapshot:
@@ -274,10 +269,9 @@ def for_briefing(
     The ledger is ``ledger``, or found at or above ``start``; ``prepare(path)``
     (the caller's settings, which may refuse them) runs before anything is
     opened, with None when there is no ledger. Then, with the cyclic GC paused
-    (a briefing builds many short-lived, acyclic objects), a ``fresh`` read of a
-    ledger with no index yet is served from its records in memory and its index
-    built once this process has answered (d108); else the index is opened,
-    proven current, and closed on exit.
+    (a briefing builds many short-lived, acyclic objects), the index is opened,
+    proven current, and closed on exit; or, ``fresh``, a ledger with no index yet
+    is read in memory.
     """
     path = ledger if ledger is not None else store.find_ledger(start)
     prepared = prepare(path)
@@ -285,25 +279,15 @@ def for_briefing(
         yield Briefed(None, prepared)
         return
     with jsonl.gc_paused():
-        snapshot = _fresh_clone(path) if fresh else None
+        # A ledger with no index yet (small enough to read in memory) is read so, and its index built once
+        # this process has answered (d108); one that cannot be read is left to the indexed read to report.
+        snapshot = None
+        if fresh and first_use(path):
+            with contextlib.suppress(store.LedgerError):
+                snapshot = store.read(path)
+                build_later(path)
         if snapshot is not None:
             yield Briefed(path, prepared, snapshot=snapshot, revision=snapshot.revision())
             return
         with opened(path) as ix:
             yield Briefed(path, prepared, ix=ix, revision=revision(ix)[0])
-
-
-def _fresh_clone(path: Path) -> store.Snapshot | None:
-    """A ledger with no index yet read in memory, its index built once this process has answered (d108).
-
-    None: the ledger has an index (or is too large to read in memory, or cannot be read: the indexed
-    read says why, or reads a stand-in).
-    """
-    if not first_use(path):
-        return None
-    try:
-        snapshot = store.read(path)
-    except store.LedgerError:
-        return None
-    build_later(path)
-    return snapshot
