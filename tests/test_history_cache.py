@@ -120,6 +120,8 @@ def test_a_later_command_reads_what_an_earlier_one_stored(merged):
     assert repo.ok("resolve", "d3").out == "d3 -> d5\n"
     db = the_db(repo)
     write(db, "UPDATE merges SET aliases = '[]' WHERE merge = ?", (merged["merge"],))
+    assert repo.ok("resolve", "d3").out == "d3 -> d5\n"  # the answer itself was kept
+    write(db, "DELETE FROM answers")
     result = repo.docket("resolve", "d3")
     assert (result.code, result.out) == (1, "d3 -> ?\n")
     assert "history does not know d3" in result.err
@@ -131,6 +133,7 @@ def test_a_later_command_reads_what_an_earlier_one_stored(merged):
     assert rows(db, "SELECT records FROM blob_counts WHERE blob = ?", (blob,)) == [(6,)]
     parent_blob = repo.git("rev-parse", "HEAD~1:.docket/ledger.jsonl").strip()
     write(db, "INSERT OR REPLACE INTO blob_counts VALUES (?, 6)", (parent_blob,))
+    write(db, "DELETE FROM answers")  # the log itself was kept too
     assert not repo.ok("log", "c6").out.splitlines()[1].startswith(f"added       {later[:12]}")
 
 
@@ -312,3 +315,24 @@ def test_a_stored_answer_is_read_and_a_new_history_asks_again(merged):
     journal.parent.mkdir(parents=True, exist_ok=True)
     journal.write_text("\n")  # a journal that changed (even one with nothing readable)
     assert "in the last 2000 ledger commits" in shown(repo, "c99")[2]
+
+
+def test_resolve_and_log_asked_again_read_the_kept_answer_without_typer_or_git(merged):
+    """A second ``resolve``/``log`` of the same question reads one row: no Typer, no pygit2, the same bytes."""
+    repo = merged["repo"]
+    for args in (
+        ("resolve", "d3", "c2", "c99"),
+        ("log", "d3"),
+        ("log", "c2"),
+        ("resolve", "--json", "d3@000000000000"),
+    ):
+        cold = repo.docket(*args)
+        proc, imported = repo.imports(*args)
+        assert (proc.returncode, proc.stdout) == (cold.code, cold.out), args
+        assert [line for line in proc.stderr.splitlines() if "import time:" not in line] == cold.err.splitlines()
+        assert "docket_git.cli.history" in imported
+        assert not {"typer", "pygit2"} & imported, args
+    # The kept log is the log of that history: a new commit that cites d5 asks again.
+    repo.ok("claim", "Cites the renumbered decision", "--supports", "d5")
+    commit(repo, "cite d5")
+    assert repo.ok("log", "d3").out.splitlines()[-1].startswith("supported by c6  in ")
