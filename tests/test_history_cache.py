@@ -336,3 +336,45 @@ def test_resolve_and_log_asked_again_read_the_kept_answer_without_typer_or_git(m
     repo.ok("claim", "Cites the renumbered decision", "--supports", "d5")
     commit(repo, "cite d5")
     assert repo.ok("log", "d3").out.splitlines()[-1].startswith("supported by c6  in ")
+
+
+def _bench_builder():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_history", Path(__file__).parent.parent / "bench" / "history.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_merging_only_past_the_shared_lines_renumbers_as_merging_whole_ledgers(tmp_path: Path):
+    """``History._tails`` (merge what follows the lines both sides share) against ``rebase.merge`` of whole ledgers.
+
+    On bench/history.py's history (topics merged every 10 commits, a long topic merged late, ledgers of
+    over 64 KiB so the byte comparison crosses blocks), every merge's recomputed renumbering is the same
+    both ways, and most merges were cut.
+    """
+    from docket_git.history.cache import HistoryCache
+    from docket_git.history.renumbering import History
+
+    facts = _bench_builder().build(tmp_path / "repo", 8, 400)
+    assert facts["size"] > 1 << 17
+    cut, whole = History(tmp_path / "repo"), History(tmp_path / "repo")
+    whole.trim = False
+    cut.cache, whole.cache = HistoryCache(tmp_path / "cut.sqlite"), HistoryCache(tmp_path / "whole.sqlite")
+    merges = [c for c in cut.touching() if len(cut.graph.parents(c)) >= 2]
+    assert len(merges) == 9
+    trimmed = 0
+    for merge in merges:
+        assert cut.renumbering(merge) == whole.renumbering(merge), merge
+        parents = cut.graph.parents(merge)
+        kept = cut.kept_parent(merge) or parents[0]
+        other = next(p for p in parents if p != kept)
+        trimmed += cut._tails(kept, cut.blob_at(other), cut.graph.merge_bases(kept, other)) is not None
+    assert sum(a.renumbered for m in merges for a in cut.renumbering(m)) >= 8 * 6
+    assert trimmed == len(merges)
+    cut.save()
+    whole.save()

@@ -161,9 +161,8 @@ class Asker:
         found = answers.lookup(key) if key is not None else None
         if found is not None:
             return found
-        snap = self.snapshot()
         hist = self.history()
-        found = answers.answer(history.resolve(hist, ref, snap.records, snap.data, snap.ends), hist.limit, hist.shallow)
+        found = answers.answer(history.resolve(hist, ref, lambda: self.snapshot().records), hist.limit, hist.shallow)
         if key is not None and key.head == hist.head and key.relpath == hist.relpath and not hist.shallow:
             hist.cache.put_answer(key.digest, found)
         return found
