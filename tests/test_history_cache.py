@@ -18,41 +18,7 @@ from pathlib import Path
 import pytest
 
 from docket_git.history.cache import SCHEMA_VERSION
-from tests.conftest import DOCKET, Repo, build_template, from_template
-
-
-def commit(repo: Repo, message: str) -> str:
-    repo.git("add", "-A")
-    repo.git("commit", "-q", "-m", message)
-    return repo.git("rev-parse", "HEAD").strip()
-
-
-def build_merged(repo: Repo) -> dict:
-    """topic's c2 and d3 become c4 and d5 on main (the merge renumbered them)."""
-    repo.ok("claim", "Shared premise")
-    commit(repo, "shared")
-    repo.git("checkout", "-q", "-b", "topic")
-    repo.ok("claim", "Topic claim")
-    repo.ok("decision", "Topic decides on c2", "--choice", "X", "--depends-on", "c2")
-    topic_tip = commit(repo, "topic: claim and decision")
-    repo.git("checkout", "-q", "main")
-    repo.ok("claim", "Main claim")
-    repo.ok("claim", "Main second claim")
-    commit(repo, "main: two claims")
-    repo.git("merge", "-q", "--no-edit", "topic")
-    return {"topic_tip": topic_tip, "merge": repo.git("rev-parse", "HEAD").strip()}
-
-
-@pytest.fixture(scope="module")
-def _merged(tmp_path_factory: pytest.TempPathFactory, _initialised: Path) -> tuple[Path, dict]:
-    return build_template(tmp_path_factory, _initialised, build_merged)
-
-
-@pytest.fixture
-def merged(repo: Repo, _merged: tuple[Path, dict]) -> dict:
-    """``build_merged``'s repository (built once per module, copied per test) and what it returned."""
-    template, built = _merged
-    return {**built, "repo": from_template(template, repo)}
+from tests.conftest import DOCKET, Repo, commit
 
 
 def cache_dir(repo: Repo) -> Path:
