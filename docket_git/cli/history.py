@@ -127,11 +127,10 @@ class Asker:
         return self.hist
 
     def holds(self, record_id: str, digest: str | None) -> bool:
-        """True when the current ledger holds record_id (with this prefix digest, when one is given)."""
-        if self._snap is not None or self.ledger is None:
-            snap = self.snapshot()
-            position = snap.position(record_id)
-            return position is not None and (digest is None or snap.prefix_digest(position).startswith(digest))
+        """True when the current ledger holds record_id (with this prefix digest, when one is given): its index says."""
+        if self.ledger is None:
+            self.snapshot()  # outside a repository: the one line every command gives; else an empty ledger
+            return False
         ix = self.index()
         if index.line_facts(ix.conn, record_id) is None:
             return False
