@@ -298,6 +298,10 @@ def test_resolve_and_log_asked_again_read_the_kept_answer_without_typer_or_git(m
         assert [line for line in proc.stderr.splitlines() if "import time:" not in line] == cold.err.splitlines()
         assert "docket_git.cli.history" in imported
         assert not {"typer", "pygit2"} & imported, args
+    # show asks history without Typer the first time too.
+    proc, imported = repo.imports("show", "c98")
+    assert proc.returncode == 1 and "no entry c98, and no merge" in proc.stderr
+    assert "typer" not in imported
     # The kept log is the log of that history: a new commit that cites d5 asks again.
     repo.ok("claim", "Cites the renumbered decision", "--supports", "d5")
     commit(repo, "cite d5")
