@@ -476,6 +476,12 @@ def match(records: Sequence, pool: Sequence, mapping: dict[str, str] | None = No
     records citing it are found again; a record a merge changed (a dropped
     supersedes target) still matches. Records without an equal are left out.
     """
+    # Only a record with the same ``ts`` can have the same content key (``content_key`` keeps every
+    # field but the ID, masking only prose, evidence and relations): a large pool is cut to those
+    # first, in its order, so matching a few records does not key every record of a 100k ledger.
+    stamps = {r.get("ts") for r in records}
+    if all(isinstance(ts, str) for ts in stamps):
+        pool = [r for r in pool if r.get("ts") in stamps]
     waiting = _Waiting(list(pool))
     found = dict(mapping or {})
     out: dict[str, str] = {}
