@@ -348,3 +348,51 @@ def test_merging_only_past_the_shared_lines_renumbers_as_merging_whole_ledgers(t
     assert trimmed == len(merges)
     cut.save()
     whole.save()
+
+
+def test_another_clone_answers_old_and_unknown_ids_after_pulling_a_renumbering_merge(tmp_path: Path, env):
+    """A bare origin, two clones: bob's pull renumbers his unpushed q2 to q4 and pushes the merge; alice,
+    who never ran that merge, pulls it and answers bob's old ``q2@DIGEST`` and an unknown ID, cold and
+    then from the kept answers, alike; her next commit is a new history, asked again."""
+    import hashlib
+
+    def clone(dest: Path, name: str) -> Repo:
+        person = {**env, "GIT_AUTHOR_NAME": name, "GIT_COMMITTER_NAME": name, "DOCKET_AUTHOR": name}
+        subprocess.run(["git", "clone", "-q", str(origin), str(dest)], check=True, env=person, capture_output=True)
+        return Repo(dest, person)
+
+    origin = tmp_path / "origin.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(origin)], check=True, env=env)
+    alice = clone(tmp_path / "alice", "alice")
+    alice.ok("init")
+    alice.ok("claim", "Shared premise")
+    commit(alice, "docket init")
+    alice.git("push", "-q", "-u", "origin", "main")
+    bob = clone(tmp_path / "bob", "bob")
+    bob.ok("init")
+    alice.ok("claim", "Alice's premise")
+    alice.ok("decision", "Alice decides on c2", "--choice", "X", "--depends-on", "c2")
+    commit(alice, "alice records c2 d3")
+    alice.git("push", "-q")
+    bob.ok("question", "Bob asks, see c1?")
+    commit(bob, "bob records q2")
+    data = bob.ledger.read_bytes()
+    old = f"q2@{hashlib.sha256(data).hexdigest()[:12]}"
+    bob.git("pull", "-q", "--no-rebase", "--no-edit")
+    assert [r["id"] for r in bob.records()] == ["c1", "c2", "d3", "q4"]
+    bob.git("push", "-q")
+    alice.git("pull", "-q", "--ff-only")
+    asks = (("resolve", old), ("show", old), ("log", old), ("resolve", "d999999"), ("show", "d999999"))
+    cold = [alice.docket(*args) for args in asks]
+    assert [(r.code, r.out) for r in cold[:1]] == [(0, f"{old} -> q4\n")]
+    assert cold[1].out.startswith("q4  question  open  Bob asks, see c1?")
+    assert "renumbered  q2 -> q4" in cold[2].out
+    assert (cold[3].code, cold[3].out) == (1, "d999999 -> ?\n") and "history does not know d999999" in cold[3].err
+    assert cold[4].code == 1 and "no entry d999999, and no merge" in cold[4].err
+    assert len(rows(the_db(alice), "SELECT key FROM answers")) == 3  # q2@DIGEST (resolve, show), log q4, d999999
+    warm = [alice.docket(*args) for args in asks]
+    assert [(r.code, r.out, r.err) for r in warm] == [(r.code, r.out, r.err) for r in cold]
+    alice.ok("claim", "Alice again")
+    commit(alice, "alice records c5")
+    assert alice.ok("resolve", old).out == f"{old} -> q4\n"
+    assert len(rows(the_db(alice), "SELECT key FROM answers")) == 4
