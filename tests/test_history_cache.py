@@ -71,6 +71,8 @@ def test_one_database_per_repository_holds_counts_and_merges(merged):
     ]
     head_blob = repo.git("rev-parse", "HEAD:.docket/ledger.jsonl").strip()
     assert rows(db, "SELECT records FROM blob_counts WHERE blob = ?", (head_blob,)) == [(5,)]
+    first_parent = repo.git("rev-parse", "HEAD^1").strip()
+    assert rows(db, "SELECT parent FROM kept WHERE merge = ?", (merged["merge"],)) == [(first_parent,)]
     assert repo.git("status", "--porcelain") == ""
     assert answers(repo) == cold  # warm: the same bytes
     # A linked work tree of the same repository shares the database.

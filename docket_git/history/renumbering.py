@@ -307,11 +307,17 @@ class History:
         if blob is None or len(parents) < 2:
             found = parents[0] if parents else None
         else:
+            stored = self.cache.kept(self.relpath, merge)
+            if stored is not None and (not stored or stored in parents):
+                self._kept[merge] = stored or None
+                return stored or None
             for parent in parents:
                 mine = self.blob_at(parent)
                 if mine is not None and (mine == blob or staged.extends(self.data(mine), self.data(blob))):
                     found = parent
                     break
+            if not self.shallow:
+                self.cache.put_kept(self.relpath, merge, found)
         self._kept[merge] = found
         return found
 
