@@ -24,6 +24,8 @@ LIGHT: dict[tuple[str, ...], tuple[str, bool]] = {
     **{(kind,): ("docket_git.cli.record", True) for kind in ("claim", "decision", "question", "record")},
     ("list",): ("docket_git.cli.listing", False),
     ("show",): ("docket_git.cli.show", False),
+    ("resolve",): ("docket_git.cli.history", True),
+    ("log",): ("docket_git.cli.history", True),
     ("ledger", "append"): ("docket_git.cli.ledger_fast", True),
     ("ledger", "query"): ("docket_git.cli.ledger_fast", True),
     ("session", "write"): ("docket_git.cli.session_fast", False),

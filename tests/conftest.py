@@ -278,6 +278,67 @@ def from_template(template: Path, repo: Repo) -> Repo:
     return repo
 
 
+_templates: dict[Callable, tuple[Path, object]] = {}
+
+
+def template_fixture(build: Callable[[Repo], dict]) -> Callable:
+    """A fixture giving each test a copy of the repository ``build`` made (once per worker) and what it returned.
+
+    ``name = template_fixture(build)`` in a test module (or here) declares the fixture ``name``: a dict of
+    what ``build`` returned, plus ``"repo"``, the test's own ``repo`` with the built files
+    (``build_template``, ``from_template``).
+    """
+
+    @pytest.fixture
+    def fixture(repo: Repo, tmp_path_factory: pytest.TempPathFactory, _initialised: Path) -> dict:
+        if build not in _templates:
+            _templates[build] = build_template(tmp_path_factory, _initialised, build)
+        template, built = _templates[build]
+        assert isinstance(built, dict)
+        return {**built, "repo": from_template(template, repo)}
+
+    fixture.__doc__ = f"``{build.__name__}``'s repository (built once, copied per test) and what it returned."
+    return fixture
+
+
+def commit(repo: Repo, message: str) -> str:
+    """``git add -A`` and commit; the new commit's ID."""
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "-m", message)
+    return repo.git("rev-parse", "HEAD").strip()
+
+
+def build_merged(repo: Repo) -> dict:
+    """main and topic both recorded after the fork; topic merged into main, so topic's c2 and d3 became c4 and d5."""
+    repo.ok("claim", "Shared premise")
+    commit(repo, "shared")
+    fork = repo.records()
+    repo.git("checkout", "-q", "-b", "topic")
+    repo.ok("claim", "Topic claim")
+    repo.ok("decision", "Topic decides on c2", "--choice", "X", "--depends-on", "c2")
+    topic_tip = commit(repo, "topic: claim and decision")
+    topic_data = repo.ledger.read_bytes()
+    topic_records = repo.records()
+    repo.git("checkout", "-q", "main")
+    repo.ok("claim", "Main claim")
+    repo.ok("claim", "Main second claim")
+    commit(repo, "main: two claims")
+    main_added = repo.records()[len(fork) :]
+    repo.git("merge", "-q", "--no-edit", "topic")
+    merge = repo.git("rev-parse", "HEAD").strip()
+    return {
+        "topic_tip": topic_tip,
+        "topic_data": topic_data,
+        "topic_records": topic_records,
+        "main_added": main_added,
+        "merge": merge,
+    }
+
+
+#: ``build_merged``'s repository: the history tests' renumbering merge.
+merged = template_fixture(build_merged)
+
+
 @pytest.fixture
 def bare_repo(env: dict[str, str], git_repo) -> Repo:
     """A git repository without a ledger: pytest-git's ``git_repo`` (``git init`` in its own workspace,

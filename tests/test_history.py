@@ -12,15 +12,9 @@ import pytest
 
 from docket_git.history import baseline as baselines
 from docket_git.history import renumbering as history
-from tests.conftest import Repo, build_template, from_template, rec
+from tests.conftest import Repo, commit, rec
 
 LEDGER = ".docket/ledger.jsonl"
-
-
-def commit(repo: Repo, message: str) -> str:
-    repo.git("add", "-A")
-    repo.git("commit", "-q", "-m", message)
-    return repo.git("rev-parse", "HEAD").strip()
 
 
 def digest_of(data: bytes, record_id: str) -> str:
@@ -31,45 +25,6 @@ def digest_of(data: bytes, record_id: str) -> str:
         if line.strip() and json.loads(line)["id"] == record_id:
             return hashlib.sha256(data[:end]).hexdigest()[:12]
     raise AssertionError(f"{record_id} not in ledger")
-
-
-def build_merged(repo: Repo) -> dict:
-    """main and topic both recorded after the fork; topic merged into main, so its records were renumbered."""
-    repo.ok("claim", "Shared premise")
-    commit(repo, "shared")
-    fork = repo.records()
-    repo.git("checkout", "-q", "-b", "topic")
-    repo.ok("claim", "Topic claim")
-    repo.ok("decision", "Topic decides on c2", "--choice", "X", "--depends-on", "c2")
-    topic_tip = commit(repo, "topic: claim and decision")
-    topic_data = repo.ledger.read_bytes()
-    topic_records = repo.records()
-    repo.git("checkout", "-q", "main")
-    repo.ok("claim", "Main claim")
-    repo.ok("claim", "Main second claim")
-    commit(repo, "main: two claims")
-    main_added = repo.records()[len(fork) :]
-    repo.git("merge", "-q", "--no-edit", "topic")
-    merge = repo.git("rev-parse", "HEAD").strip()
-    return {
-        "topic_tip": topic_tip,
-        "topic_data": topic_data,
-        "topic_records": topic_records,
-        "main_added": main_added,
-        "merge": merge,
-    }
-
-
-@pytest.fixture(scope="module")
-def _merged(tmp_path_factory: pytest.TempPathFactory, _initialised: Path) -> tuple[Path, dict]:
-    return build_template(tmp_path_factory, _initialised, build_merged)
-
-
-@pytest.fixture
-def merged(repo: Repo, _merged: tuple[Path, dict]) -> dict:
-    """``build_merged``'s repository (built once per module, copied per test) and what it returned."""
-    template, built = _merged
-    return {**built, "repo": from_template(template, repo)}
 
 
 def test_the_merge_renumbered_the_topic_records(merged):

@@ -18,41 +18,7 @@ from pathlib import Path
 import pytest
 
 from docket_git.history.cache import SCHEMA_VERSION
-from tests.conftest import DOCKET, Repo, build_template, from_template
-
-
-def commit(repo: Repo, message: str) -> str:
-    repo.git("add", "-A")
-    repo.git("commit", "-q", "-m", message)
-    return repo.git("rev-parse", "HEAD").strip()
-
-
-def build_merged(repo: Repo) -> dict:
-    """topic's c2 and d3 become c4 and d5 on main (the merge renumbered them)."""
-    repo.ok("claim", "Shared premise")
-    commit(repo, "shared")
-    repo.git("checkout", "-q", "-b", "topic")
-    repo.ok("claim", "Topic claim")
-    repo.ok("decision", "Topic decides on c2", "--choice", "X", "--depends-on", "c2")
-    topic_tip = commit(repo, "topic: claim and decision")
-    repo.git("checkout", "-q", "main")
-    repo.ok("claim", "Main claim")
-    repo.ok("claim", "Main second claim")
-    commit(repo, "main: two claims")
-    repo.git("merge", "-q", "--no-edit", "topic")
-    return {"topic_tip": topic_tip, "merge": repo.git("rev-parse", "HEAD").strip()}
-
-
-@pytest.fixture(scope="module")
-def _merged(tmp_path_factory: pytest.TempPathFactory, _initialised: Path) -> tuple[Path, dict]:
-    return build_template(tmp_path_factory, _initialised, build_merged)
-
-
-@pytest.fixture
-def merged(repo: Repo, _merged: tuple[Path, dict]) -> dict:
-    """``build_merged``'s repository (built once per module, copied per test) and what it returned."""
-    template, built = _merged
-    return {**built, "repo": from_template(template, repo)}
+from tests.conftest import DOCKET, Repo, commit
 
 
 def cache_dir(repo: Repo) -> Path:
@@ -105,6 +71,8 @@ def test_one_database_per_repository_holds_counts_and_merges(merged):
     ]
     head_blob = repo.git("rev-parse", "HEAD:.docket/ledger.jsonl").strip()
     assert rows(db, "SELECT records FROM blob_counts WHERE blob = ?", (head_blob,)) == [(5,)]
+    first_parent = repo.git("rev-parse", "HEAD^1").strip()
+    assert rows(db, "SELECT parent FROM kept WHERE merge = ?", (merged["merge"],)) == [(first_parent,)]
     assert repo.git("status", "--porcelain") == ""
     assert answers(repo) == cold  # warm: the same bytes
     # A linked work tree of the same repository shares the database.
@@ -120,6 +88,8 @@ def test_a_later_command_reads_what_an_earlier_one_stored(merged):
     assert repo.ok("resolve", "d3").out == "d3 -> d5\n"
     db = the_db(repo)
     write(db, "UPDATE merges SET aliases = '[]' WHERE merge = ?", (merged["merge"],))
+    assert repo.ok("resolve", "d3").out == "d3 -> d5\n"  # the answer itself was kept
+    write(db, "DELETE FROM answers")
     result = repo.docket("resolve", "d3")
     assert (result.code, result.out) == (1, "d3 -> ?\n")
     assert "history does not know d3" in result.err
@@ -131,6 +101,7 @@ def test_a_later_command_reads_what_an_earlier_one_stored(merged):
     assert rows(db, "SELECT records FROM blob_counts WHERE blob = ?", (blob,)) == [(6,)]
     parent_blob = repo.git("rev-parse", "HEAD~1:.docket/ledger.jsonl").strip()
     write(db, "INSERT OR REPLACE INTO blob_counts VALUES (?, 6)", (parent_blob,))
+    write(db, "DELETE FROM answers")  # the log itself was kept too
     assert not repo.ok("log", "c6").out.splitlines()[1].startswith(f"added       {later[:12]}")
 
 
@@ -312,3 +283,118 @@ def test_a_stored_answer_is_read_and_a_new_history_asks_again(merged):
     journal.parent.mkdir(parents=True, exist_ok=True)
     journal.write_text("\n")  # a journal that changed (even one with nothing readable)
     assert "in the last 2000 ledger commits" in shown(repo, "c99")[2]
+
+
+def test_resolve_and_log_asked_again_read_the_kept_answer_without_typer_or_git(merged):
+    """A second ``resolve``/``log`` of the same question reads one row: no Typer, no pygit2, the same bytes."""
+    repo = merged["repo"]
+    for args in (
+        ("resolve", "d3", "c2", "c99"),
+        ("log", "d3"),
+        ("log", "c2"),
+        ("resolve", "--json", "d3@000000000000"),
+    ):
+        cold = repo.docket(*args)
+        proc, imported = repo.imports(*args)
+        assert (proc.returncode, proc.stdout) == (cold.code, cold.out), args
+        assert [line for line in proc.stderr.splitlines() if "import time:" not in line] == cold.err.splitlines()
+        assert "docket_git.cli.history" in imported
+        assert not {"typer", "pygit2"} & imported, args
+    # show asks history without Typer the first time too.
+    proc, imported = repo.imports("show", "c98")
+    assert proc.returncode == 1 and "no entry c98, and no merge" in proc.stderr
+    assert "typer" not in imported
+    # The kept log is the log of that history: a new commit that cites d5 asks again.
+    repo.ok("claim", "Cites the renumbered decision", "--supports", "d5")
+    commit(repo, "cite d5")
+    assert repo.ok("log", "d3").out.splitlines()[-1].startswith("supported by c6  in ")
+
+
+def _bench_builder():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_history", Path(__file__).parent.parent / "bench" / "history.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_merging_only_past_the_shared_lines_renumbers_as_merging_whole_ledgers(tmp_path: Path):
+    """``History._tails`` (merge what follows the lines both sides share) against ``rebase.merge`` of whole ledgers.
+
+    On bench/history.py's history (topics merged every 10 commits, a long topic merged late, ledgers of
+    over 64 KiB so the byte comparison crosses blocks), every merge's recomputed renumbering is the same
+    both ways, and most merges were cut.
+    """
+    from docket_git.history.cache import HistoryCache
+    from docket_git.history.renumbering import History
+
+    facts = _bench_builder().build(tmp_path / "repo", 8, 400)
+    assert facts["size"] > 1 << 17
+    cut, whole = History(tmp_path / "repo"), History(tmp_path / "repo")
+    whole.trim = False
+    cut.cache, whole.cache = HistoryCache(tmp_path / "cut.sqlite"), HistoryCache(tmp_path / "whole.sqlite")
+    merges = [c for c in cut.touching() if len(cut.graph.parents(c)) >= 2]
+    assert len(merges) == 9
+    trimmed = 0
+    for merge in merges:
+        assert cut.renumbering(merge) == whole.renumbering(merge), merge
+        parents = cut.graph.parents(merge)
+        kept = cut.kept_parent(merge) or parents[0]
+        other = next(p for p in parents if p != kept)
+        trimmed += cut._tails(kept, cut.blob_at(other), cut.graph.merge_bases(kept, other)) is not None
+    assert sum(a.renumbered for m in merges for a in cut.renumbering(m)) >= 8 * 6
+    assert trimmed == len(merges)
+    cut.save()
+    whole.save()
+
+
+def test_another_clone_answers_old_and_unknown_ids_after_pulling_a_renumbering_merge(tmp_path: Path, env):
+    """A bare origin, two clones: bob's pull renumbers his unpushed q2 to q4 and pushes the merge; alice,
+    who never ran that merge, pulls it and answers bob's old ``q2@DIGEST`` and an unknown ID, cold and
+    then from the kept answers, alike; her next commit is a new history, asked again."""
+    import hashlib
+
+    def clone(dest: Path, name: str) -> Repo:
+        person = {**env, "GIT_AUTHOR_NAME": name, "GIT_COMMITTER_NAME": name, "DOCKET_AUTHOR": name}
+        subprocess.run(["git", "clone", "-q", str(origin), str(dest)], check=True, env=person, capture_output=True)
+        return Repo(dest, person)
+
+    origin = tmp_path / "origin.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(origin)], check=True, env=env)
+    alice = clone(tmp_path / "alice", "alice")
+    alice.ok("init")
+    alice.ok("claim", "Shared premise")
+    commit(alice, "docket init")
+    alice.git("push", "-q", "-u", "origin", "main")
+    bob = clone(tmp_path / "bob", "bob")
+    bob.ok("init")
+    alice.ok("claim", "Alice's premise")
+    alice.ok("decision", "Alice decides on c2", "--choice", "X", "--depends-on", "c2")
+    commit(alice, "alice records c2 d3")
+    alice.git("push", "-q")
+    bob.ok("question", "Bob asks, see c1?")
+    commit(bob, "bob records q2")
+    data = bob.ledger.read_bytes()
+    old = f"q2@{hashlib.sha256(data).hexdigest()[:12]}"
+    bob.git("pull", "-q", "--no-rebase", "--no-edit")
+    assert [r["id"] for r in bob.records()] == ["c1", "c2", "d3", "q4"]
+    bob.git("push", "-q")
+    alice.git("pull", "-q", "--ff-only")
+    asks = (("resolve", old), ("show", old), ("log", old), ("resolve", "d999999"), ("show", "d999999"))
+    cold = [alice.docket(*args) for args in asks]
+    assert [(r.code, r.out) for r in cold[:1]] == [(0, f"{old} -> q4\n")]
+    assert cold[1].out.startswith("q4  question  open  Bob asks, see c1?")
+    assert "renumbered  q2 -> q4" in cold[2].out
+    assert (cold[3].code, cold[3].out) == (1, "d999999 -> ?\n") and "history does not know d999999" in cold[3].err
+    assert cold[4].code == 1 and "no entry d999999, and no merge" in cold[4].err
+    assert len(rows(the_db(alice), "SELECT key FROM answers")) == 3  # q2@DIGEST (resolve, show), log q4, d999999
+    warm = [alice.docket(*args) for args in asks]
+    assert [(r.code, r.out, r.err) for r in warm] == [(r.code, r.out, r.err) for r in cold]
+    alice.ok("claim", "Alice again")
+    commit(alice, "alice records c5")
+    assert alice.ok("resolve", old).out == f"{old} -> q4\n"
+    assert len(rows(the_db(alice), "SELECT key FROM answers")) == 4

@@ -136,6 +136,21 @@ def test_content_key_ignores_id_and_masks_prose_ids_but_keeps_relations():
     assert content_key(rec("c1", "x")) != content_key(rec("c1", "y"))
 
 
+def test_match_cuts_the_pool_to_equal_timestamps_and_finds_what_keying_every_record_finds():
+    """``rebase.match`` keys only pool records with a wanted ``ts``: sound because the content key keeps ``ts``
+    (both with and without supersedes), so records stamped differently never match."""
+    one = rec("c1", "Same text")
+    later = {**rec("c1", "Same text"), "ts": "2026-01-02T00:00:00+00:00"}
+    assert content_key(one) != content_key(later)
+    assert content_key(one, supersedes=False) != content_key(later, supersedes=False)
+    pool = [{**rec(f"c{n}", f"Filler {n}"), "ts": f"2026-02-{n % 28 + 1:02d}T00:00:00+00:00"} for n in range(10, 400)]
+    pool[150:150] = [{**later, "id": "c500"}, {**one, "id": "c501"}, {**one, "id": "c502"}]
+    cites = rec("d2", "Builds on c1", depends_on=["c1"])
+    pool.append({**cites, "id": "d503", "depends_on": ["c501"], "text": "Builds on c501"})
+    found = rebase.match([one, {**one, "id": "c3"}, cites], pool)
+    assert found == {"c1": "c501", "c3": "c502", "d2": "d503"}
+
+
 def test_cherry_pick_base_records_ours_lacks_are_not_reimported():
     # base: the picked commit's parent on another branch; theirs: the picked commit.
     prefix = [rec("c1", "Shared")]

@@ -3,9 +3,11 @@
 Every briefing ends with "Retrieve full record: docket show RECORD_ID
 --json", so agents run this often. A plain call for an ID (or ``ID@DIGEST``)
 the ledger holds is answered from the ledger index: one parsed line and
-the indexed projection, no Typer. Anything else (``--at``, ``-h``, an old ID a
-merge renumbered, a stale digest) goes to the Typer command built from the
-same declaration, which prints through the same ``print_view``.
+the indexed projection, no Typer; one it does not hold as given (an old ID a
+merge renumbered, a stale digest) is asked of history (``cli.history.Asker``,
+which keeps the answer), then shown the same way. Anything else (``--at``,
+``-h``) goes to the Typer command built from the same declaration, which
+prints through the same ``print_view``.
 """
 
 from __future__ import annotations
@@ -76,23 +78,24 @@ def from_index(record_id: str, *, as_json: bool) -> bool:
     return True
 
 
-def from_answers(record_id: str, *, as_json: bool) -> bool:
-    """Show what an ID this ledger does not hold names now, from the answer history gave before.
+def from_history(record_id: str, *, as_json: bool) -> bool:
+    """Show what an ID this ledger does not hold (as given) names now, as history answers it (``cli.history.Asker``).
 
-    ``history.answers`` keeps each answer under HEAD, the ledger's revision,
-    the journal and the search limit, so this reads one row; False (the long
-    way, which computes and keeps the answer) when there is none.
+    The answer is kept in the history database under HEAD, the ledger's
+    revision, the journal and the search limit, so asking again reads one
+    row; asking first walks history but never parses the whole ledger unless
+    a renumbered record must be matched into it. False without a ledger.
     """
-    from docket_git.history import answers
+    from docket_git.cli.history import Asker
 
     path = store.find_ledger(Path.cwd())
     if path is None or not model.is_id(model.split_ref(record_id)[0]):
         return False
-    key = answers.key_for(Path.cwd(), path, record_id)
-    stored = answers.lookup(key) if key is not None else None
-    if stored is None:
-        return False
-    current = answers.settle(record_id, stored)
+    asker = Asker()
+    try:
+        current = asker.current(record_id)
+    finally:
+        asker.close()
     if not from_index(current, as_json=as_json):
         raise LedgerError(f"no entry {record_id}")
     return True
@@ -200,7 +203,7 @@ def fast_main(args: list[str]) -> int | None:
 
     def light() -> None:
         rid, as_json = values["record_id"], values["as_json"]
-        shown.append(from_index(rid, as_json=as_json) or from_answers(rid, as_json=as_json))
+        shown.append(from_index(rid, as_json=as_json) or from_history(rid, as_json=as_json))
 
     code = guarded(light)
     if code or shown == [True]:

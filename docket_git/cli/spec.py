@@ -95,12 +95,12 @@ def integer(flag: str, text: str) -> int:
 
 
 class Arg:
-    """A positional argument; required unless it has a default."""
+    """A positional argument; required unless it has a default. ``many``: the last one, taking every value left (a list)."""
 
-    __slots__ = ("default", "dest", "help", "metavar")
+    __slots__ = ("default", "dest", "help", "many", "metavar")
 
-    def __init__(self, dest: str, help: str, metavar: str = "", default: Any = REQUIRED) -> None:
-        self.dest, self.help, self.default = dest, help, default
+    def __init__(self, dest: str, help: str, metavar: str = "", default: Any = REQUIRED, many: bool = False) -> None:
+        self.dest, self.help, self.default, self.many = dest, help, default, many
         self.metavar = metavar  # "" shows the argument's name
 
     def __repr__(self) -> str:
@@ -164,10 +164,15 @@ class Command:
             else:
                 values[opt.dest] = value
             seen.add(opt.flag)
-        if len(positional) > len(self.args):
+        many = bool(self.args) and self.args[-1].many
+        if len(positional) > len(self.args) and not many:
             return None
         for position, arg_spec in enumerate(self.args):
-            if position < len(positional):
+            if arg_spec.many:
+                if position >= len(positional) and arg_spec.default is REQUIRED:
+                    return None
+                values[arg_spec.dest] = positional[position:]
+            elif position < len(positional):
                 values[arg_spec.dest] = positional[position]
             elif arg_spec.default is REQUIRED:
                 return None
@@ -199,7 +204,7 @@ class Command:
             shown = arg_spec.default is not REQUIRED
             info = typer.Argument(default, metavar=arg_spec.metavar or None, help=arg_spec.help, show_default=shown)
             params.append(inspect.Parameter(arg_spec.dest, inspect.Parameter.KEYWORD_ONLY, default=info))
-            annotations[arg_spec.dest] = str
+            annotations[arg_spec.dest] = list[str] if arg_spec.many else str
         for opt in self.options:
             if opt.repeat:
                 kind: Any = list[str] | None

@@ -28,10 +28,15 @@ from docket_git.errors import LedgerError, warn
 class Key:
     """Where an answer is stored: the digest of what it depends on, and the parts a computing command checks."""
 
-    __slots__ = ("common", "digest", "head", "relpath")
+    __slots__ = ("common", "digest", "head", "parts", "relpath")
 
-    def __init__(self, digest: str, common: Path, relpath: str, head: str) -> None:
-        self.digest, self.common, self.relpath, self.head = digest, common, relpath, head
+    def __init__(self, parts: dict, common: Path) -> None:
+        self.parts, self.common, self.relpath, self.head = parts, common, parts["relpath"], parts["head"]
+        self.digest = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+    def other(self, ref: str) -> Key:
+        """The key of another question about the same history (``log c12`` beside ``c12``)."""
+        return Key({**self.parts, "ref": ref}, self.common)
 
 
 def _file_digest(path: Path) -> str:
@@ -41,8 +46,11 @@ def _file_digest(path: Path) -> str:
         return ""
 
 
-def key_for(start: Path, ledger: Path, ref: str) -> Key | None:
-    """The key of ref's answer for the ledger at ledger (in the repository holding start); None when none can be had."""
+def key_for(start: Path, ledger: Path, ref: str, revision: str | None = None) -> Key | None:
+    """The key of ref's answer for the ledger at ledger (in the repository holding start); None when none can be had.
+
+    ``revision``: the ledger's (``index.revision``), when the caller has its index open.
+    """
     from docket_git.history.cache import common_dir
     from docket_git.history.renumbering import search_limit
     from docket_git.ledger import index
@@ -67,8 +75,9 @@ def key_for(start: Path, ledger: Path, ref: str) -> Key | None:
         relpath = ledger.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
         return None
-    with index.opened(ledger) as ix:
-        revision = index.revision(ix)[0]
+    if revision is None:
+        with index.opened(ledger) as ix:
+            revision = index.revision(ix)[0]
     parts = {
         "relpath": relpath,
         "head": head,
@@ -78,19 +87,23 @@ def key_for(start: Path, ledger: Path, ref: str) -> Key | None:
         "shallow": _file_digest(common / "shallow"),
         "ref": ref,
     }
-    digest = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
-    return Key(digest, common, relpath, head)
+    return Key(parts, common)
 
 
-def lookup(key: Key) -> dict | None:
-    """The stored answer under key, or None."""
+def stored(key: Key) -> object | None:
+    """Whatever is stored under key (JSON), or None."""
     from docket_git.history.cache import HistoryCache, path_for
 
     cache = HistoryCache(path_for(key.common))
     try:
-        found = cache.answer(key.digest)
+        return cache.answer(key.digest)
     finally:
         cache.close()
+
+
+def lookup(key: Key) -> dict | None:
+    """The stored answer (``answer``) under key, or None."""
+    found = stored(key)
     ok = isinstance(found, dict) and isinstance(found.get("found"), list) and isinstance(found.get("limit"), int)
     return found if ok else None
 
@@ -104,6 +117,30 @@ def _shallow(shallow: bool) -> str:
     return (
         "; this clone is shallow, so older history is not here ('git fetch --unshallow' fetches it)" if shallow else ""
     )
+
+
+def row(ref: str, stored: dict) -> tuple[dict, int]:
+    """``docket resolve``'s row for ref from its answer, and its exit code (1: no single current ID); says why on stderr."""
+    from docket_git.history.renumbering import Resolution
+
+    found = [Resolution(**r) for r in stored["found"]]
+    out: dict = {"ref": ref, "current": None, "from": "", "merges": [], "candidates": []}
+    if len(found) == 1:
+        res = found[0]
+        out.update(current=res.current, merges=res.merges)
+        out["from"] = res.branch or res.source
+        if res.current is None:
+            warn(res.describe())
+            return out, 1
+        return out, 0
+    if found:
+        out["candidates"] = [r.current for r in found]
+        for res in found:
+            warn(res.describe())
+        warn(f"{ref} is ambiguous; name one with ID@DIGEST")
+        return out, 1
+    warn(f"history does not know {ref}{_shallow(bool(stored.get('shallow')))}")
+    return out, 1
 
 
 def settle(ref: str, stored: dict) -> str:

@@ -10,6 +10,9 @@ commit IDs, so it is true forever and a new commit only adds rows:
 - ``merges``: a merge commit's recomputed renumbering of the ledger at
   ``relpath``, as a JSON array of ``[old, new, merge, source, branch, index]``
   (``[]`` when it renumbered nothing: a row proves the merge was recomputed);
+- ``kept``: the parent whose ledger a merge commit's ledger extends
+  (``History.kept_parent``: "" when none does), read for every merge on a
+  ledger line (``docket log``) and otherwise found by reading both blobs;
 - ``renames``: the ``(old, new)`` renames of a HEAD's history, oldest first
   (scopes that follow renames), for the newest ``RENAME_HEADS`` HEADs;
 - ``answers``: what an ID the ledger does not hold resolved to (``history.answers``),
@@ -37,8 +40,8 @@ from docket_git.repo import files
 #: The schema version (``PRAGMA user_version``). 3: SQLite replaced the JSON
 #: files (version 2 and the renames' version 1), which are never read. 4: a
 #: merge's renumbering follows the parent whose IDs it kept, and names its source
-#: (``origin/main``, ``bob's local main``). 5: ``answers``.
-SCHEMA_VERSION = 5
+#: (``origin/main``, ``bob's local main``). 5: ``answers``. 6: ``kept``.
+SCHEMA_VERSION = 6
 #: How many HEADs' renames are kept (a HEAD's list can be long; older ones are dropped).
 RENAME_HEADS = 32
 #: How many answers about IDs the ledger does not hold are kept (older ones are dropped).
@@ -49,6 +52,8 @@ SCHEMA = (
     "PRIMARY KEY (relpath, merge)) WITHOUT ROWID",
     "CREATE TABLE renames (head TEXT PRIMARY KEY, pairs TEXT NOT NULL)",
     "CREATE TABLE answers (key TEXT PRIMARY KEY, answer TEXT NOT NULL)",
+    "CREATE TABLE kept (relpath TEXT NOT NULL, merge TEXT NOT NULL, parent TEXT NOT NULL, "
+    "PRIMARY KEY (relpath, merge)) WITHOUT ROWID",
 )
 
 
@@ -78,6 +83,7 @@ class HistoryCache:
         self._merges: dict[tuple[str, str], str] = {}
         self._renames: dict[str, str] = {}
         self._answers: dict[str, str] = {}
+        self._kept: dict[tuple[str, str], str] = {}
 
     def _connection(self) -> sqlite3.Connection | None:
         if not self._opened:
@@ -124,6 +130,11 @@ class HistoryCache:
         ok = isinstance(entries, list) and all(isinstance(e, list) and len(e) == 6 for e in entries)
         return entries if ok else None
 
+    def kept(self, relpath: str, merge: str) -> str | None:
+        """The parent a merge's ledger extends ("" when none does), if it was found before."""
+        row = self._one("SELECT parent FROM kept WHERE relpath = ? AND merge = ?", (relpath, merge))
+        return row[0] if row is not None and isinstance(row[0], str) else None
+
     def renames(self, head: str) -> list[tuple[str, str]] | None:
         """The renames of HEAD's history, if they were found before."""
         row = self._one("SELECT pairs FROM renames WHERE head = ?", (head,))
@@ -154,6 +165,10 @@ class HistoryCache:
         """Remember a merge's renumbering."""
         self._merges[(relpath, merge)] = json.dumps(aliases, separators=(",", ":"))
 
+    def put_kept(self, relpath: str, merge: str, parent: str | None) -> None:
+        """Remember the parent a merge's ledger extends (None: none does)."""
+        self._kept[(relpath, merge)] = parent or ""
+
     def put_renames(self, head: str, pairs: list[tuple[str, str]]) -> None:
         """Remember the renames of HEAD's history."""
         self._renames[head] = json.dumps(pairs, separators=(",", ":"))
@@ -164,9 +179,9 @@ class HistoryCache:
 
     def flush(self) -> None:
         """Write what was put, in one transaction, and close; silently keeps nothing when it cannot write."""
-        counts, merges, renames, answers = self._counts, self._merges, self._renames, self._answers
-        self._counts, self._merges, self._renames, self._answers = {}, {}, {}, {}
-        if counts or merges or renames or answers:
+        counts, merges, renames, answers, kept = self._counts, self._merges, self._renames, self._answers, self._kept
+        self._counts, self._merges, self._renames, self._answers, self._kept = {}, {}, {}, {}, {}
+        if counts or merges or renames or answers or kept:
             conn = self._connection()
             if conn is not None:
                 try:
@@ -176,6 +191,7 @@ class HistoryCache:
                         "INSERT OR IGNORE INTO merges VALUES (?, ?, ?)",
                         [(*key, value) for key, value in merges.items()],
                     )
+                    conn.executemany("INSERT OR IGNORE INTO kept VALUES (?, ?, ?)", [(*k, v) for k, v in kept.items()])
                     if renames:
                         conn.executemany("INSERT OR REPLACE INTO renames VALUES (?, ?)", renames.items())
                         conn.execute(

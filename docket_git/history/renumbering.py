@@ -41,7 +41,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -145,6 +145,8 @@ class History:
         self.cache = HistoryCache(path_for(common_dir(Path(graph.repo.path))))
         #: This worktree's git directory, where ``merging.journal`` keeps renumberings no merge records.
         self.git_dir = Path(graph.repo.path)
+        #: Merge only the lines past what the sides share (``_tails``); False merges whole ledgers (the tests' oracle).
+        self.trim = True
 
     def save(self) -> None:
         """Write what this command learned to the history database (never fails a command); stop git readers."""
@@ -305,11 +307,17 @@ class History:
         if blob is None or len(parents) < 2:
             found = parents[0] if parents else None
         else:
+            stored = self.cache.kept(self.relpath, merge)
+            if stored is not None and (not stored or stored in parents):
+                self._kept[merge] = stored or None
+                return stored or None
             for parent in parents:
                 mine = self.blob_at(parent)
                 if mine is not None and (mine == blob or staged.extends(self.data(mine), self.data(blob))):
                     found = parent
                     break
+            if not self.shallow:
+                self.cache.put_kept(self.relpath, merge, found)
         self._kept[merge] = found
         return found
 
@@ -335,16 +343,21 @@ class History:
         out: list[Alias] = []
         if len(parents) >= 2 and self.took_side(merge) is None:
             kept = self.kept_parent(merge) or parents[0]
-            ours: Sequence = self.ledger(self.blob_at(kept))
+            ours: Sequence | None = None  # parsed only for a merge of whole ledgers
             others = [(nth, p) for nth, p in enumerate(parents) if p != kept]
             for step, (nth, source) in enumerate(others, start=1):
                 blob = self.blob_at(source)
                 if blob is None or blob == self.blob_at(kept):
                     continue
-                theirs = self.ledger(blob)
-                base = self._virtual_base(self.graph.merge_bases(kept, source))
+                bases = self.graph.merge_bases(kept, source)
+                tails = self._tails(kept, blob, bases) if self.trim and len(others) == 1 else None
+                if tails is None:
+                    ours = self.ledger(self.blob_at(kept)) if ours is None else ours
+                    base, mine, theirs, skipped = self._virtual_base(bases), ours, self.ledger(blob), 0
+                else:
+                    base, mine, theirs, skipped = tails
                 try:
-                    tail, moved, _ = rebase.merge(base, ours, theirs)
+                    tail, moved, _ = rebase.merge(base, mine, theirs)
                 except (rebase.MergeRefused, ValueError, TypeError, KeyError):
                     continue  # not a merge the driver could have made; nothing to recompute
                 if moved:
@@ -353,17 +366,47 @@ class History:
                         record = theirs[i]
                         rid = record.get("id") if isinstance(record, dict) else None
                         if rid in moved:
-                            where[rid] = i
+                            where[rid] = i + skipped
                             if len(where) == len(moved):
                                 break
                     branch = self._branch(merge, source, nth)
                     out += [Alias(old, new, merge, source, branch, where.get(old, -1)) for old, new in moved.items()]
                 if step < len(others):
-                    ours = [*ours, *tail]
+                    ours = [*(self.ledger(self.blob_at(kept)) if ours is None else ours), *tail]
         if not self.shallow:  # a shallow clone may lack a merge base: recompute once it is deepened
             self._merges[merge] = list(out)
             self.cache.put_merge(self.relpath, merge, [list(asdict(a).values()) for a in out])
         return out
+
+    def _tails(self, kept: str, blob: str, bases: list[str]) -> tuple[Sequence, RawLedger, RawLedger, int] | None:
+        """(base, ours, theirs, skipped): the ledgers a merge took in blob with, cut where the line they last
+        share whole begins; None when they cannot be cut (merge them whole).
+
+        ``rebase.merge`` counts byte-equal leading lines as shared and never
+        parses them (``common_prefix``), and needs only the last of them, so
+        merging what follows the cut gives the same tail and renumbering, each
+        position ``skipped`` lower. That holds when every line before the cut
+        is one record (no blank lines) and the merge base is one commit whose
+        ledger holds those bytes too (cut alike), or is a prefix of them.
+        """
+        kept_blob = self.blob_at(kept)
+        if kept_blob is None or len(bases) > 1:
+            return None
+        ours, theirs = self.data(kept_blob), self.data(blob)
+        start = rebase.shared_start(ours, theirs)
+        if not start or not rebase.plain(ours, start):
+            return None
+        base_blob = self.blob_at(bases[0]) if bases else None
+        base_data = self.data(base_blob) if base_blob is not None else b""
+        base: Sequence
+        if len(base_data) >= start and base_data.startswith(ours[:start]):
+            base = RawLedger(base_data[start:], lenient=True)
+        elif ours.startswith(base_data) and base_data[-1:] in (b"", b"\n"):
+            base = []  # a prefix of what both sides share: it rules out nothing past the cut
+        else:
+            return None
+        skipped = ours.count(b"\n", 0, start)
+        return base, RawLedger(ours[start:], lenient=True), RawLedger(theirs[start:], lenient=True), skipped
 
     def aliases(self, until: str | None = None) -> list[Alias]:
         """Every record the merges within the search limit took in, newest merge first.
@@ -373,6 +416,13 @@ class History:
         """
         out: list[Alias] = []
         later = self.descendants(until) if until is not None else set()
+        pairs = []  # the merges to recompute: their bases are found in one git process
+        for commit in self.touching():
+            parents = self.graph.parents(commit)
+            if len(parents) >= 2 and commit not in self._merges and self.cache.merge(self.relpath, commit) is None:
+                pairs += [(one, other) for n, one in enumerate(parents) for other in parents[n + 1 :]]
+        if len(pairs) > 1:
+            self.graph.find_merge_bases(pairs)
         for commit in self.touching():
             if commit == until:
                 break
@@ -608,31 +658,27 @@ class Resolution:
         return f"{self.old} from {where} {verb} {self.current}{by}"
 
 
-def resolve(
-    history: History, arg: str, current_records: Sequence[dict], current_data: bytes, ends: Sequence[int]
-) -> list[Resolution]:
-    """What ``ID`` or ``ID@DIGEST`` names in the current ledger: [] when history does not know it,
-    several when a bare ID was renumbered on several branches. An ID the current ledger holds
-    (with a matching digest, when one is given) resolves to itself."""
+def resolve(history: History, arg: str, current: Callable[[], Sequence[dict]]) -> list[Resolution]:
+    """What ``ID`` or ``ID@DIGEST``, which the current ledger does not hold as given (its index says so
+    first), names in it: [] when history does not know it, several when a bare ID was renumbered
+    on several branches. ``current()`` gives the current ledger's records, asked for only when an
+    answer is matched into them (an ID no merge nor journal entry names never needs them)."""
     record_id, digest = parse_ref(arg)
-    position = next((i for i, r in enumerate(current_records) if r["id"] == record_id), None)
-    if position is not None and (digest is None or canonical.sha256(current_data[: ends[position]]).startswith(digest)):
-        return [Resolution(arg, record_id, record_id, "", "", [])]
     out: list[Resolution] = []
     if digest is not None:
         found = history.find_digest(record_id, digest)
         if found is None:
-            return _from_journal(history, arg, record_id, digest, current_records)
+            return _from_journal(history, arg, record_id, digest, current)
         commit, blob, index = found
         aliases = history.aliases(until=commit)
         baseline = _bulk(history.ledger(blob).lines[: index + 1])
-        current = match_into(baseline, current_records).get(record_id)
+        now = match_into(baseline, current()).get(record_id)
         later = history.descendants(commit)
         first = [a for a in aliases if a.old == record_id and a.source in later]
         first.sort(key=lambda a: history.graph.time(a.merge))
         merges = [a.merge for a in history.chain(first[0], aliases) if a.renumbered] if first else []
         branch = first[0].branch if first else str(baseline[-1].get("branch") or "")
-        return [Resolution(arg, record_id, current, commit, branch, merges)]
+        return [Resolution(arg, record_id, now, commit, branch, merges)]
     seen: set[str] = set()
     aliases = history.aliases()
     for alias in aliases:
@@ -642,18 +688,18 @@ def resolve(
         baseline = _bulk(history.ledger(source_blob).lines[: alias.index + 1]) if alias.index >= 0 else []
         if not baseline or baseline[-1].get("id") != record_id:
             continue
-        current = match_into(baseline, current_records).get(record_id)
-        key = current or f"gone:{alias.merge}"
+        now = match_into(baseline, current()).get(record_id)
+        key = now or f"gone:{alias.merge}"
         if key in seen:
             continue
         seen.add(key)
         merges = [a.merge for a in history.chain(alias, aliases) if a.renumbered]
-        out.append(Resolution(arg, record_id, current, alias.source, alias.branch, merges))
-    return out or _from_journal(history, arg, record_id, None, current_records)
+        out.append(Resolution(arg, record_id, now, alias.source, alias.branch, merges))
+    return out or _from_journal(history, arg, record_id, None, current)
 
 
 def _from_journal(
-    history: History, arg: str, record_id: str, digest: str | None, current_records: Sequence[dict]
+    history: History, arg: str, record_id: str, digest: str | None, current: Callable[[], Sequence[dict]]
 ) -> list[Resolution]:
     """What this clone's journal of rebases, cherry-picks and resolve-conflicts says record_id became."""
     from docket_git.merging import journal
@@ -661,10 +707,10 @@ def _from_journal(
     out: list[Resolution] = []
     seen: set[str] = set()
     for entry in journal.lookup(history.git_dir, record_id, digest):
-        current = journal.current_of(entry, current_records)
-        key = current or f"gone:{entry.new}"
+        now = journal.current_of(entry, current())
+        key = now or f"gone:{entry.new}"
         if key in seen:
             continue
         seen.add(key)
-        out.append(Resolution(arg, record_id, current, "", entry.source, [], entry.describe(current)))
+        out.append(Resolution(arg, record_id, now, "", entry.source, [], entry.describe(now)))
     return out

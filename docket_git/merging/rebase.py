@@ -146,6 +146,35 @@ class RawLedger(Sequence):
         return None
 
 
+def plain(data: bytes, end: int) -> bool:
+    """True when ``data[:end]`` has no blank line (``RawLedger`` would skip one): each line there is one record."""
+    return not data[:1].isspace() and _BLANK_LINE.search(data, 0, end) is None
+
+
+def shared_start(a: bytes, b: bytes) -> int:
+    """Where the last whole line a and b share begins (a byte offset; 0 when they share no whole line).
+
+    Compared 64 KiB at a time, then halving the block that differs.
+    """
+    n = min(len(a), len(b))
+    block = 1 << 16
+    lo = 0  # a[:lo] == b[:lo]
+    while lo < n and a[lo : min(lo + block, n)] == b[lo : min(lo + block, n)]:
+        lo += block
+    common = min(lo, n)
+    if lo < n:
+        hi = min(lo + block, n)  # a[:hi] != b[:hi]
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if a[lo:mid] == b[lo:mid]:
+                lo = mid
+            else:
+                hi = mid
+        common = lo
+    cut = a.rfind(b"\n", 0, common) + 1  # just past the last whole shared line
+    return a.rfind(b"\n", 0, cut - 1) + 1 if cut else 0
+
+
 def common_prefix(a: Sequence, b: Sequence) -> int:
     """How many leading records a and b share, compared as parsed records.
 
@@ -447,6 +476,12 @@ def match(records: Sequence, pool: Sequence, mapping: dict[str, str] | None = No
     records citing it are found again; a record a merge changed (a dropped
     supersedes target) still matches. Records without an equal are left out.
     """
+    # Only a record with the same ``ts`` can have the same content key (``content_key`` keeps every
+    # field but the ID, masking only prose, evidence and relations): a large pool is cut to those
+    # first, in its order, so matching a few records does not key every record of a 100k ledger.
+    stamps = {r.get("ts") for r in records}
+    if all(isinstance(ts, str) for ts in stamps):
+        pool = [r for r in pool if r.get("ts") in stamps]
     waiting = _Waiting(list(pool))
     found = dict(mapping or {})
     out: dict[str, str] = {}

@@ -508,6 +508,7 @@ class Graph:
         self._proc = None  # the git cat-file --batch reader, started on the first blob
         self._no_batch = False
         self._branches: dict[str, list[str]] | None = None
+        self._bases: dict[frozenset[str], list[str]] = {}  # found by ``find_merge_bases``
 
     @property
     def shallow(self) -> bool:
@@ -648,10 +649,48 @@ class Graph:
         except Exception:
             return False
 
+    def find_merge_bases(self, pairs: list[tuple[str, str]]) -> None:
+        """Find the merge bases of many pairs of commits in one git process, for ``merge_bases`` to answer.
+
+        ``git rev-parse A...B`` prints B, A, then ``^BASE`` for every merge
+        base of the two (``git merge-base --all``), and takes any number of
+        such arguments. Output it does not print as expected is left for
+        ``merge_bases`` to ask per pair.
+        """
+        import subprocess
+
+        todo = list(dict.fromkeys((a, b) for a, b in pairs if a != b and frozenset((a, b)) not in self._bases))
+        for start in range(0, len(todo), 500):
+            chunk = todo[start : start + 500]
+            try:
+                proc = subprocess.run(
+                    ["git", "rev-parse", *(f"{a}...{b}" for a, b in chunk)],
+                    cwd=self.repo.path,
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                )
+            except (OSError, subprocess.SubprocessError):
+                return
+            words = proc.stdout.split() if proc.returncode == 0 else []
+            i = 0
+            for a, b in chunk:
+                if sorted(words[i : i + 2]) != sorted((a, b)):  # git prints B, then A
+                    return
+                i += 2
+                bases = []
+                while i < len(words) and words[i].startswith("^"):
+                    bases.append(words[i][1:])
+                    i += 1
+                self._bases[frozenset((a, b))] = sorted(bases, key=self.time)
+
     def merge_bases(self, a: str, b: str) -> list[str]:
         """Every best common ancestor of a and b (``git merge-base --all``), oldest first."""
         import subprocess
 
+        known = self._bases.get(frozenset((a, b)))
+        if known is not None:
+            return list(known)
         try:
             one = self.repo.merge_base(a, b)
         except Exception:

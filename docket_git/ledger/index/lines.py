@@ -187,15 +187,19 @@ def revision(ix: Index) -> tuple[str, int]:
     return digest, end
 
 
-def read(ledger: Path | None, *, records: bool = True) -> store.Snapshot:
+def read(ledger: Path | None, *, records: bool = True, ix: Index | None = None) -> store.Snapshot:
     """The ledger validated (only what the index had not seen), as a snapshot; a missing file reads as empty.
 
     With ``records`` every record is decoded (in one go: the bytes were
     validated when they were indexed); the snapshot's ``index`` is not filled.
+    ``ix``: the ledger's index, when the caller has it open already.
     """
     if ledger is None:
         return store.Snapshot(path=Path(store.LEDGER_DIR) / store.LEDGER_NAME)
-    with jsonl.gc_paused(), opened(ledger) as ix:
+    if ix is None:
+        with opened(ledger) as own:
+            return read(ledger, records=records, ix=own)
+    with jsonl.gc_paused():
         data = ledger_bytes(ix)
         meta = _meta(ix.conn)
         length = meta.get("length", 0)
