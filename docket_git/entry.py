@@ -52,6 +52,9 @@ def _exit_now(code: int) -> None:
     index = sys.modules.get("docket_git.ledger.index")
     if index is not None:
         index.finish_later()  # an index a hook left for later: built by a detached child
+    warm = sys.modules.get("docket_git.history.warm")
+    if warm is not None:
+        warm.finish()  # merges' renumberings a hook left for later: kept by a detached process
     os._exit(code)
 
 

@@ -398,3 +398,46 @@ def test_another_clone_answers_old_and_unknown_ids_after_pulling_a_renumbering_m
     commit(alice, "alice records c5")
     assert alice.ok("resolve", old).out == f"{old} -> q4\n"
     assert len(rows(the_db(alice), "SELECT key FROM answers")) == 4
+
+
+def test_a_session_start_warms_the_merges_a_first_question_would_recompute(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``warm.WARM_FROM`` bytes of ledger, a session-start hook leaves a detached process that keeps every
+    merge's renumbering and notes the HEAD it warmed for; a hook at that HEAD, or on a smaller ledger, starts none."""
+    import time
+
+    from docket_git.history import warm
+    from docket_git.ledger import canonical
+    from tests.conftest import rec
+
+    monkeypatch.setenv("XDG_CACHE_HOME", repo.env["XDG_CACHE_HOME"])
+    repo.ok("claim", "Small ledger")
+    commit(repo, "small")
+    warm.later(repo.ledger)
+    assert warm._later == []  # under WARM_FROM: nothing to warm
+    filler = "x" * 400
+    with repo.ledger.open("ab") as f:
+        f.write(b"".join(canonical.line(rec(f"c{n}", f"Premise {n} {filler}")) for n in range(2, 3000)))
+    assert repo.ledger.stat().st_size >= warm.WARM_FROM
+    commit(repo, "large")
+    repo.git("checkout", "-q", "-b", "topic")
+    repo.ok("claim", "Topic claim")
+    commit(repo, "topic")
+    repo.git("checkout", "-q", "main")
+    repo.ok("claim", "Main claim")
+    commit(repo, "main")
+    repo.git("merge", "-q", "--no-edit", "topic")
+    merge = repo.git("rev-parse", "HEAD").strip()
+    noted = warm.marker(repo.path)
+    assert noted is not None and not noted.exists()
+    payload = json.dumps({"session_id": "s1", "source": "startup", "cwd": str(repo.path)})
+    assert repo.docket("hook", "session-start", input=payload, real=True).code == 0
+    deadline = time.monotonic() + 60
+    while not noted.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert noted.read_text() == merge
+    (aliases,) = rows(the_db(repo), "SELECT aliases FROM merges WHERE merge = ?", (merge,))[0]
+    assert [a[:2] for a in json.loads(aliases)] == [["c3000", "c3001"]]  # topic's claim, renumbered by the merge
+    warm.later(repo.ledger)
+    assert warm._later == []  # warmed for this HEAD: the next hook starts nothing

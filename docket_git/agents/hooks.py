@@ -338,6 +338,10 @@ def session_start(payload: dict, agent: str) -> None:
         for name in (session, transcript_key):
             hookstate.save(name, state)
         hookstate.save(worktree_key, {"baseline": briefing.baseline})
+    if ledger is not None:
+        from docket_git.history import warm
+
+        warm.later(ledger)  # merges' renumberings kept once the agent has its briefing
 
 
 def _brief_during_conflict(cwd: Path, agent: str) -> bool:
