@@ -227,6 +227,8 @@ def test_compiled_schema_never_accepts_what_jsonschema_rejects(schema, value):
 
 
 def test_a_grown_file_extends_the_projection_and_a_rewrite_rebuilds_it(tmp_path, monkeypatch):
+    """What ``api._ensure`` does to the projection: kept when current, extended in place when the file grew past
+    the bytes it replayed, rebuilt into a new file when it was rewritten; an append keeps it current."""
     from docket_git.ledger import db
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -238,21 +240,26 @@ def test_a_grown_file_extends_the_projection_and_a_rewrite_rebuilds_it(tmp_path,
     path.parent.mkdir()
     records = chain([{"operation": "increment", "name": "a", "amount": i} for i in range(1, 5)])
     path.write_bytes(data_of(records[:2]))
-    dbp = api.database(tmp_path, ledger)
-    fp = api._fingerprint(ledger, tmp_path)
-    build, extend = replay.build(ledger), replay.extend(ledger)
-    assert db.ensure(path, dbp, fp, build, extend) == "rebuilt"
-    assert db.ensure(path, dbp, fp, build, extend) == "current"
+
+    def ensured() -> tuple[int, int, list]:
+        """(inode, mtime) of the projection once made current, and its state."""
+        dbp = api._ensure(tmp_path, ledger)
+        st = dbp.stat()
+        return st.st_ino, st.st_mtime_ns, db.query(dbp, "SELECT value FROM state")[1]
+
+    built = ensured()
+    assert built[2] == [(3,)]
+    assert ensured() == built  # current: not written at all
     path.write_bytes(data_of(records))  # grown by records that follow the heads
-    assert db.ensure(path, dbp, fp, build, extend) == "extended"
-    assert db.query(dbp, "SELECT value FROM state")[1] == [(10,)]
+    extended = ensured()
+    assert extended[0] == built[0] and extended[2] == [(10,)]  # the same file, extended in place
     path.write_bytes(data_of(records[:3]))  # rewritten (a branch switch)
-    assert db.ensure(path, dbp, fp, build, extend) == "rebuilt"
-    assert db.query(dbp, "SELECT value FROM state")[1] == [(6,)]
+    rebuilt = ensured()
+    assert rebuilt[0] != built[0] and rebuilt[2] == [(6,)]  # a new file swapped in
     api.append(tmp_path, ledger, [{"operation": "increment", "name": "a", "amount": 100}])
-    assert db.is_current(dbp, path, fp)  # an append keeps the projection current: no replay next time
-    assert db.ensure(path, dbp, fp, build, extend) == "current"
-    assert db.query(dbp, "SELECT value FROM state")[1] == [(106,)]
+    appended = ensured()
+    assert appended[0] == rebuilt[0] and appended[2] == [(106,)]
+    assert ensured()[:2] == appended[:2]  # the append left it current: no replay next time
 
 
 def layered_reference(records: list[envelope.Record]) -> list[str]:

@@ -4,18 +4,19 @@ Both docket's ledger index (``ledger.index``) and the typed ledgers'
 projections (``typed.replay``) live here: one placement in the user cache
 dir, one stat-based proof, one lock, one read-only query path.
 
-Self-contained (stdlib ``sqlite3``, ``dirs``, ``digest`` and ``repo.files`` for the safe read) so that any
+Self-contained (stdlib ``sqlite3``, ``dirs`` and ``digest``) so that any
 append-only file docket keeps can be projected the same way: a caller gives
 the source file, a fingerprint of everything else the projection depends on
-(code version, declaration), a ``build`` that fills an empty database from the
-file's bytes and, optionally, an ``extend`` that applies the bytes appended past an old size.
+(code version, declaration) and a ``build`` that fills an empty database from the
+file's bytes.
 
-Proof of currency is the ``_source`` row: the file's size, mtime, ctime and
-inode as of the last build or write, the SHA-256 of its content when known,
-and the fingerprint. A matching stat proves the database current in O(1);
-a grown file whose old prefix still hashes the same is extended; anything
-else is rebuilt into a temporary file and swapped in atomically, so a reader
-never sees a half-built database. Queries open the file read-only.
+Proof of currency is the ``_source`` row (``stamp``): the file's size, mtime,
+ctime and inode as of the last build or write, the SHA-256 of its content when
+known, and the fingerprint; the typed ledgers' projections read it
+(``typed.api._ensure``: a matching stat proves it current in O(1), a grown
+file whose old prefix still hashes the same is extended). A rebuild goes
+into a temporary file swapped in atomically, so a reader never sees a
+half-built database. Queries open the file read-only.
 """
 
 from __future__ import annotations
@@ -28,10 +29,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from docket_git.digest import sha256
-from docket_git.repo import files
 
 Build = Callable[[sqlite3.Connection, bytes], None]
-Extend = Callable[[sqlite3.Connection, bytes, int], bool]
 
 _SOURCE_DDL = (
     "CREATE TABLE IF NOT EXISTS _source (id INTEGER PRIMARY KEY CHECK (id = 1), path TEXT NOT NULL, "
@@ -92,25 +91,6 @@ def read_only_uri(db_path: Path) -> str:
     return f"file:{path}?mode=ro"
 
 
-def _source_row(db_path: Path) -> tuple | None:
-    if not db_path.exists():
-        return None
-    try:
-        conn = sqlite3.connect(read_only_uri(db_path), uri=True)
-        try:
-            return conn.execute("SELECT size, mtime_ns, ctime_ns, ino, digest, fingerprint FROM _source").fetchone()
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return None
-
-
-def is_current(db_path: Path, source: Path, fingerprint: str) -> bool:
-    """True when the projection at db_path provably reflects source's current bytes (O(1): a stat)."""
-    row = _source_row(db_path)
-    return row is not None and row[5] == fingerprint and tuple(row[:4]) == file_stat(source)
-
-
 def stamp(conn: sqlite3.Connection, source: Path, fingerprint: str, digest: str | None) -> None:
     """Record source's current stat (and content digest, when known) as what the projection reflects."""
     conn.execute(_SOURCE_DDL)
@@ -119,32 +99,6 @@ def stamp(conn: sqlite3.Connection, source: Path, fingerprint: str, digest: str 
         "INSERT OR REPLACE INTO _source VALUES (1, ?, ?, ?, ?, ?, ?, ?)",
         (str(source), size, mtime, ctime, ino, digest, fingerprint),
     )
-
-
-def ensure(source: Path, db_path: Path, fingerprint: str, build: Build, extend: Extend | None = None) -> str:
-    """Make db_path current for source (call under ``lock``); returns "current", "extended" or "rebuilt"."""
-    row = _source_row(db_path)
-    if row is not None and row[5] == fingerprint and tuple(row[:4]) == file_stat(source):
-        return "current"
-    try:
-        data = files.read_bytes(source, None, files.LEDGER_CAP)  # never through a link, never unbounded
-    except FileNotFoundError:
-        data = b""
-    digest = sha256(data)
-    if row is not None and row[5] == fingerprint and row[4] is not None and extend is not None:
-        old = row[0]
-        if len(data) >= old and sha256(memoryview(data)[:old]) == row[4]:
-            conn = writer(db_path)
-            try:
-                if extend(conn, data, old):
-                    stamp(conn, source, fingerprint, digest)
-                    conn.execute("COMMIT")
-                    return "extended"
-                conn.execute("ROLLBACK")
-            finally:
-                conn.close()
-    rebuild(source, db_path, fingerprint, build, data, digest)
-    return "rebuilt"
 
 
 def rebuild(source: Path, db_path: Path, fingerprint: str, build: Build, data: bytes, digest: str | None) -> None:

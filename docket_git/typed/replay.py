@@ -475,7 +475,7 @@ def heads(conn: sqlite3.Connection) -> list[str]:
 
 
 def extend(ledger: Ledger, pins: dict | None = None) -> callable:
-    """A ``db.Extend``: apply appended lines when each follows exactly the current heads, else ask for a rebuild."""
+    """Extend a projection: apply appended lines when each follows exactly the current heads, else ask for a rebuild."""
 
     def _extend(conn: sqlite3.Connection, data: bytes, start: int) -> bool:
         if ledger.type in ("notes", "table") and conn.execute("SELECT 1 FROM diagnostics LIMIT 1").fetchone():
