@@ -7,6 +7,8 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from .conftest import DOCKET, Repo, rec
 
 
@@ -160,3 +162,29 @@ def test_readers_and_writers_at_once_never_deadlock_and_agree(repo: Repo) -> Non
     lines = data.splitlines()
     assert [(r[0], r[1]) for r in indexed] == [(v["id"], v["state"]) for v in project.project(records)]
     assert [r[2] for r in indexed] == [canonical.sha256(line) for line in lines]
+
+
+def test_a_long_lived_reader_extends_its_revision_hash_over_appends_and_rehashes_a_rewrite(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``index.revision`` in one process (as ``docket mcp`` runs): after another process appends, the revision is
+    the SHA-256 through the last record's line whether this process extends its hash or starts again; a rewrite
+    of the bytes it hashed last (their last 4 KB) makes it start again."""
+    from docket_git.ledger import canonical, index
+    from docket_git.ledger.index import lines
+
+    monkeypatch.setenv("XDG_CACHE_HOME", repo.env["XDG_CACHE_HOME"])
+    repo.ok("claim", "first", "--scope", "x")
+
+    def revision() -> str:
+        with index.opened(repo.ledger) as ix:
+            return index.revision(ix)[0]
+
+    assert revision() == canonical.sha256(repo.ledger.read_bytes())
+    repo.ok("claim", "second")  # another process: the index follows, the filed revision goes
+    assert revision() == canonical.sha256(repo.ledger.read_bytes())
+    assert lines._hashed[repo.ledger][0] == repo.ledger.stat().st_size  # carried to the new end
+    data = repo.ledger.read_bytes()
+    repo.ledger.write_bytes(data.replace(b'"text":"first"', b'"text":"fIrst"'))  # same length, other bytes
+    repo.ok("claim", "third")
+    assert revision() == canonical.sha256(repo.ledger.read_bytes())
