@@ -382,3 +382,19 @@ def test_a_rule_changed_in_its_one_statement_changes_every_path(
         with pytest.raises(LedgerError) as refused:
             index.open_index(ledger_in(tmp, data)).close()
         assert str(refused.value) == expected[1]
+
+
+@pytest.mark.parametrize(
+    "after",
+    [b"1", b" 1", b"]", b"}", b" ", b'"x"', b"\r", b",{}", b"x"],
+    ids=["number", "spaced-number", "bracket", "brace", "space", "string", "cr", "second-object", "letter"],
+)
+def test_a_line_with_more_than_its_object_is_read_as_parse_line_reads_it(after: bytes) -> None:
+    """The slice decoder (``validate.parse_lines``) takes a line only when its object ends at the newline;
+    anything after it (which holds no key, so the key count cannot tell) sends the slice through
+    ``parse_line``, whose refusal, or acceptance of trailing whitespace, is the answer."""
+    lines = [canonical.line(rec(f"c{n}")) for n in range(1, 5)]
+    lines[2] = lines[2][:-1] + after + b"\n"
+    data = b"".join(lines)
+    assert fast(data, None) == reference(data)
+    assert validate.parse_lines(data) is None

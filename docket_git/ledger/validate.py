@@ -562,6 +562,48 @@ def parse_line(raw: bytes) -> object:
     return value
 
 
+#: The C scanner ``json.loads`` ends in: one value from an index of a str, and the index past it.
+_SCAN = json.JSONDecoder().scan_once
+
+
+def parse_lines(chunk: bytes) -> list | None:
+    """``parse_line`` of every line of chunk (whole lines, the last maybe without its newline), or None.
+
+    One UTF-8 decoding and one scanner call a line instead of a ``json.loads``
+    each; the duplicate-field count is taken over the whole chunk (a line's
+    key ends are never fewer than its keys, so the totals match only when every
+    line's do). None whenever any line is not exactly one object that
+    ``parse_line`` would return as is (a blank, spaced or torn line, not JSON,
+    a field given twice, a doubtful count): the caller then reads that chunk
+    line by line through ``parse_line``, so every refusal is its message.
+    """
+    try:
+        text = chunk.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    scan, find, size = _SCAN, text.find, len(text)
+    records: list = []
+    append = records.append
+    pos = keys = 0
+    try:
+        while pos < size:
+            nl = find("\n", pos)
+            if nl < 0:
+                nl = size
+            record, end = scan(text, pos)
+            if end != nl or type(record) is not dict:
+                return None
+            keys += _keys(record)
+            append(record)
+            pos = nl + 1
+    except (StopIteration, ValueError, RecursionError):
+        return None
+    spaced = _SPACED_KEY_END.search(chunk) is not None
+    if keys != (len(_KEY_END.findall(chunk)) if spaced else chunk.count(b'":')):
+        return None
+    return records
+
+
 def check_all(lines: list[tuple[int, bytes]]) -> tuple[list[Fault], int]:
     """Every fault in the given (line number, bytes) lines; and the record count.
 
