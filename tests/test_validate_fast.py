@@ -398,3 +398,45 @@ def test_a_line_with_more_than_its_object_is_read_as_parse_line_reads_it(after: 
     data = b"".join(lines)
     assert fast(data, None) == reference(data)
     assert validate.parse_lines(data) is None
+
+
+def _in_order(record: dict, rules: validate._Compiled) -> bool:
+    """The rules in order, as check_line applies them when the generated ``accept`` is not asked."""
+    for name, test, _message, missing in rules.ordered:
+        if name not in record:
+            if missing is not None:
+                return False
+        elif not test(record[name]):
+            return False
+    return True
+
+
+#: Every value of VALUES and the values docket writes: what each field of a record is set to below.
+SAMPLES = [*VALUES.elements, "accepted", "adopted", "open", "unassessed", "x" * (validate.MAX_TEXT_BYTES + 1)]
+
+
+def test_the_generated_acceptance_agrees_with_the_rules_in_order_under_every_one_rule_change() -> None:
+    """``_Compiled.accept`` is source generated from ``RULES``: for each rule changed to refuse one value it
+    accepts (and unchanged), each field of a record of each kind set to each sample value is accepted by
+    the generated function exactly when the rules in order accept it."""
+    assert all(validate._BY_KIND[rec(rid)["kind"]].accept(rec(rid)) for rid in ("c1", "d2", "q3"))
+    changes = [None] + [
+        (i, value) for i, rule in enumerate(validate.RULES) for value in SAMPLES if validate._safely(rule.test, value)
+    ]
+    assert len(changes) > 100
+    for change in changes:
+        rules = list(validate.RULES)
+        if change is not None:
+            i, refused = change
+            rules[i] = rules[i].replace(
+                test=lambda v, t=rules[i].test, r=refused: not (v == r and type(v) is type(r)) and t(v)
+            )
+        compiled = validate.by_kind(tuple(rules))
+        for rid in ("c1", "d2", "q3"):
+            base = rec(rid)
+            kind = compiled[base["kind"]]
+            for name in sorted(kind.shape - {"schema", "kind", "id"}):
+                for value in SAMPLES:
+                    record = {**base, name: value}
+                    assert kind.shape == record.keys()
+                    assert kind.accept(record) == _in_order(record, kind), (change, rid, name, value)

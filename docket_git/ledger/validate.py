@@ -8,7 +8,6 @@ exactly what the store caches, so a grown file validates only its new lines).
 from __future__ import annotations
 
 import json
-import operator
 import re
 from collections.abc import Callable
 
@@ -265,10 +264,10 @@ _MISSING = object()
 
 class _Compiled(Plain):
     """The rules that apply to one kind, in forms derived from ``RULES``: in order (to report), by field
-    (to accept a record in one pass over its items), and over the shape docket writes (one C call fetches
-    the fields; the string-only ones are tested together)."""
+    (to accept a record in one pass over its items), and as one generated function over the shape docket
+    writes (``accept``)."""
 
-    __slots__ = ("fetch", "ordered", "others", "required", "shape", "strings", "tests")
+    __slots__ = ("accept", "ordered", "required", "shape", "tests")
 
     def __init__(
         self,
@@ -276,19 +275,62 @@ class _Compiled(Plain):
         required: frozenset[str],
         tests: dict[str, tuple[Callable[[object], bool], ...]],
         shape: frozenset[str],
-        fetch: Callable[[dict], tuple],
-        strings: int,
-        others: tuple[Callable[[object], bool], ...],
     ) -> None:
         self.ordered = ordered  # (field, test, message, missing) of each rule
         self.required = required
         self.tests = tests
         #: Every field docket writes for the kind (the heads and each field a rule allows).
         self.shape = shape
-        #: The shape's values: the string-only fields', then one per other test.
-        self.fetch = fetch
-        self.strings = strings  # how many string-only fields fetch gives first
-        self.others = others
+        #: record -> None when its fields are not ``shape``, else whether it passes every test (generated
+        #: on first use by ``_accepting``: straight-line code, one test after another).
+        self.accept: Callable[[dict], bool | None] = self._first_accept
+
+    def _first_accept(self, record: dict) -> bool | None:
+        self.accept = _accepting(self.tests, self.shape)
+        return self.accept(record)
+
+
+#: Values whose answer a generated ``accept`` asks each test once, when it is made, and then knows: a field
+#: holding one (an empty relation list, an unpinned record's False) skips the call. Each with the
+#: condition that is true of that value alone among JSON's (``{v}``: the field's value).
+_CONSTANTS: tuple[tuple[object, str], ...] = (
+    ([], "{v}.__class__ is list and not {v}"),
+    ("", "{v}.__class__ is str and not {v}"),
+    (False, "{v} is False"),
+)
+
+
+def _accepting(tests: dict[str, tuple[Callable[[object], bool], ...]], shape: frozenset[str]) -> Callable:
+    """The source of a function applying ``tests`` (a ``_Compiled``'s) to a record of fields ``shape``,
+    compiled: each test called in turn (``_string``, the one test a string-only field has, written as the
+    type test it is), skipped for a value in ``_CONSTANTS`` it accepts. tests/test_validate_fast.py
+    compares it with the rules in order under every one-rule change."""
+    names: dict[str, object] = {"_shape": shape}
+    body = ["def accept(record):", "    if record.keys() != _shape:", "        return None"]
+    for n, (name, found) in enumerate(tests.items()):
+        if _never in found:
+            continue  # not in shape
+        body.append(f"    v = record[{name!r}]")
+        for m, test in enumerate(found):
+            if test is _string:
+                body.append("    if v.__class__ is not str:")
+            else:
+                names[f"t{n}_{m}"] = test
+                known = [cond.format(v="v") for value, cond in _CONSTANTS if _safely(test, value)]
+                skip = f"not ({' or '.join(known)}) and " if known else ""
+                body.append(f"    if {skip}not t{n}_{m}(v):")
+            body.append("        return False")
+    body.append("    return True")
+    exec(compile("\n".join(body), "<validate.RULES>", "exec"), names)  # source made from RULES
+    return names["accept"]  # type: ignore[return-value]
+
+
+def _safely(test: Callable[[object], bool], value: object) -> bool:
+    """True when test accepts value (a test that raises on it does not)."""
+    try:
+        return test(value) is True
+    except Exception:  # a test refusing by raising
+        return False
 
 
 def by_kind(rules: tuple[Rule, ...]) -> dict[str, _Compiled]:
@@ -300,35 +342,23 @@ def by_kind(rules: tuple[Rule, ...]) -> dict[str, _Compiled]:
         for r in mine:
             tests[r.field] = (*tests.get(r.field, ()), r.test)
         allowed = [name for name, found in tests.items() if _never not in found]
-        strings = [name for name in allowed if tests[name] == (_string,)]
-        others = [(name, test) for name in allowed if name not in strings for test in tests[name]]
         out[kind] = _Compiled(
             tuple((r.field, r.test, r.message, r.missing) for r in mine),
             frozenset(r.field for r in mine if r.missing is not None),
             tests,
             frozenset(("schema", "kind", "id", *allowed)),
-            operator.itemgetter(*strings, *(name for name, _ in others)),
-            len(strings),
-            tuple(test for _, test in others),
         )
     return out
 
 
 _BY_KIND = by_kind(RULES)
-_STR = {str}
 
 
 def _passes(record: dict, rules: _Compiled) -> bool:
     """True when record breaks none of rules (required fields present, each present field's tests)."""
-    if record.keys() == rules.shape:  # as docket writes it: nearly every line
-        values = rules.fetch(record)
-        n = rules.strings
-        if set(map(type, values[:n])) != _STR:
-            return False
-        for test, value in zip(rules.others, values[n:], strict=True):  # noqa: SIM110 - faster than all()
-            if not test(value):
-                return False
-        return True
+    accepted = rules.accept(record)  # as docket writes it: nearly every line
+    if accepted is not None:
+        return accepted
     if not rules.required <= record.keys():
         return False
     tests = rules.tests
