@@ -1,13 +1,12 @@
 """Bulk validation accepts exactly what the rules, applied one by one in order, accept, with the same records and report.
 
 ``store.validated`` reads a ledger a slice at a time and runs ``parse_line``,
-``check_line`` and ``Index.check`` on each line; ``check_line`` accepts a
-record of the shape docket writes in one pass derived from ``validate.RULES``
-(``_passes``) and skips the lone-surrogate walk for a line with no ``\\ud``
-escape. Here valid ledgers are mutated line by line (duplicate keys, key
-order, wrong types, control characters, bad IDs, superseded IDs, truncation,
-stray bytes...) and every outcome is compared with a reference that reads
-line by line and applies every rule in ``RULES``' order (``_passes`` off).
+``check_line`` (``validate.RULES`` in order) and ``Index.check`` on each line,
+skipping the lone-surrogate walk for a line with no ``\\ud`` escape. Here valid
+ledgers are mutated line by line (duplicate keys, key order, wrong types,
+control characters, bad IDs, superseded IDs, truncation, stray bytes...) and
+every outcome is compared with a reference that reads line by line, one
+``json.loads`` and rule after another.
 """
 
 from __future__ import annotations
@@ -31,12 +30,6 @@ from .test_outline import cache_home, ledger_in
 
 def reference(data: bytes) -> tuple:
     """What the rules in order make of data: (records, ends, valid length, torn line, index) or the refusal."""
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(validate, "_passes", lambda record, rules: False)
-        return _reference(data)
-
-
-def _reference(data: bytes) -> tuple:
     known = validate.Index()
     records: list[dict] = []
     ends: list[int] = []
@@ -358,8 +351,8 @@ def test_superseding_a_record_already_retired_is_refused_by_every_path(write) ->
 def test_a_rule_changed_in_its_one_statement_changes_every_path(
     monkeypatch: pytest.MonkeyPatch, field: str, value: object, message: str
 ) -> None:
-    """Mutate one ``validate.RULES`` entry to refuse a value it accepts: the rules in order, the one-pass
-    acceptance derived from them, bulk validation and a cold build all refuse it, with the same message."""
+    """Mutate one ``validate.RULES`` entry to refuse a value it accepts: the rules read line by line, bulk
+    validation and a cold build all refuse it, with the same message."""
     records = [rec("c1"), rec("c2", **{field: value})]
     data = b"".join(canonical.line(r) for r in records)
     assert reference(data)[0] != "refused"
@@ -382,76 +375,3 @@ def test_a_rule_changed_in_its_one_statement_changes_every_path(
         with pytest.raises(LedgerError) as refused:
             index.open_index(ledger_in(tmp, data)).close()
         assert str(refused.value) == expected[1]
-
-
-@pytest.mark.parametrize(
-    "after",
-    [b"1", b" 1", b"]", b"}", b" ", b'"x"', b"\r", b",{}", b"x"],
-    ids=["number", "spaced-number", "bracket", "brace", "space", "string", "cr", "second-object", "letter"],
-)
-def test_a_line_with_more_than_its_object_is_read_as_parse_line_reads_it(after: bytes) -> None:
-    """The slice decoder (``validate.parse_lines``) takes a line only when its object ends at the newline;
-    anything after it (which holds no key, so the key count cannot tell) sends the slice through
-    ``parse_line``, whose refusal, or acceptance of trailing whitespace, is the answer."""
-    lines = [canonical.line(rec(f"c{n}")) for n in range(1, 5)]
-    lines[2] = lines[2][:-1] + after + b"\n"
-    data = b"".join(lines)
-    assert fast(data, None) == reference(data)
-    assert validate.parse_lines(data) is None
-
-
-def _in_order(record: dict, rules: validate._Compiled) -> bool:
-    """The rules in order, as check_line applies them when the generated ``accept`` is not asked."""
-    for name, test, _message, missing in rules.ordered:
-        if name not in record:
-            if missing is not None:
-                return False
-        elif not test(record[name]):
-            return False
-    return True
-
-
-#: Every value of VALUES and the values docket writes: what each field of a record is set to below.
-SAMPLES = [*VALUES.elements, "accepted", "adopted", "open", "unassessed", "x" * (validate.MAX_TEXT_BYTES + 1)]
-
-
-def test_the_generated_acceptance_agrees_with_the_rules_in_order_under_every_one_rule_change() -> None:
-    """``_Compiled.accept`` is source generated from ``RULES``: for each rule changed to refuse one value it
-    accepts (and unchanged), each field of a record of each kind set to each sample value is accepted by
-    the generated function exactly when the rules in order accept it."""
-    for rid in ("c1", "d2", "q3"):
-        kind = validate._BY_KIND[rec(rid)["kind"]]
-        assert validate._accepting(kind.tests, kind.shape)(rec(rid)) is True
-    changes = [None] + [
-        (i, value) for i, rule in enumerate(validate.RULES) for value in SAMPLES if validate._safely(rule.test, value)
-    ]
-    assert len(changes) > 100
-    for change in changes:
-        rules = list(validate.RULES)
-        if change is not None:
-            i, refused = change
-            rules[i] = rules[i].replace(
-                test=lambda v, t=rules[i].test, r=refused: not (v == r and type(v) is type(r)) and t(v)
-            )
-        compiled = validate.by_kind(tuple(rules))
-        for rid in ("c1", "d2", "q3"):
-            base = rec(rid)
-            kind = compiled[base["kind"]]
-            accept = validate._accepting(kind.tests, kind.shape)
-            for name in sorted(kind.shape - {"schema", "kind", "id"}):
-                for value in SAMPLES:
-                    record = {**base, name: value}
-                    assert kind.shape == record.keys()
-                    assert accept(record) == _in_order(record, kind), (change, rid, name, value)
-
-
-def test_a_kind_asked_about_often_enough_is_checked_by_its_generated_function() -> None:
-    """An append checks one record field by field; a ledger's ``_GENERATE_AFTER``-th record of a kind, and
-    every later one, goes through the function generated from ``RULES`` (which then refuses what they do)."""
-    kind = validate.by_kind(validate.RULES)["claim"]
-    for _ in range(validate._GENERATE_AFTER - 1):
-        assert kind.accept(rec("c1")) is None
-    assert kind.accept(rec("c1")) is True
-    assert kind.accept.__code__.co_filename == "<validate.RULES>"
-    assert kind.accept(rec("c1", scope=[""])) is False
-    assert kind.accept({**rec("c1"), "unknown": 1}) is None

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import itertools
 import json
 import os
 import re
@@ -21,7 +20,7 @@ from pathlib import Path
 
 from docket_git.errors import LedgerError, NoLedger, notice
 from docket_git.ledger import canonical, jsonl
-from docket_git.ledger.validate import Index, Invalid, check_line, parse_line, parse_lines
+from docket_git.ledger.validate import Index, Invalid, check_line, parse_line
 from docket_git.repo import files, gitio
 
 LEDGER_DIR = ".docket"
@@ -376,30 +375,12 @@ def validated(
     while pos < total:
         nl = data.find(b"\n", min(pos + size, total) - 1)
         stop = total if nl < 0 else nl + 1
-        chunk = data[pos:stop]
-        raws = chunk.split(b"\n")
+        raws = data[pos:stop].split(b"\n")
         if nl >= 0:
             raws.pop()  # after the slice's last newline
         found: list[dict] = []
         found_ends: list[int] = []
         end = pos
-        decoded = parse_lines(chunk)
-        if decoded is not None:  # every line decodes as parse_line decodes it: the rules, line by line
-            escaped = b"\\ud" in chunk or b"\\uD" in chunk  # else no line holds a lone surrogate
-            for raw, record in zip(raws, decoded, strict=True):
-                number += 1
-                try:
-                    check_line(record, raw if escaped else b"")
-                    index.check(record)
-                except Invalid as exc:
-                    raise LedgerError(f"line {number}: {exc.where}: {exc.message}") from None
-                index.add(record, number)
-                found.append(record)
-            found_ends = list(itertools.accumulate((len(raw) + 1 for raw in raws), initial=pos))[1:]
-            if found_ends[-1] > total:
-                found_ends[-1] = total  # the last line has no newline
-            valid_end = found_ends[-1]
-            raws = []
         for raw in raws:
             number += 1
             end += len(raw) + 1
