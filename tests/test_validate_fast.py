@@ -1,13 +1,12 @@
 """Bulk validation accepts exactly what the rules, applied one by one in order, accept, with the same records and report.
 
 ``store.validated`` reads a ledger a slice at a time and runs ``parse_line``,
-``check_line`` and ``Index.check`` on each line; ``check_line`` accepts a
-record of the shape docket writes in one pass derived from ``validate.RULES``
-(``_passes``) and skips the lone-surrogate walk for a line with no ``\\ud``
-escape. Here valid ledgers are mutated line by line (duplicate keys, key
-order, wrong types, control characters, bad IDs, superseded IDs, truncation,
-stray bytes...) and every outcome is compared with a reference that reads
-line by line and applies every rule in ``RULES``' order (``_passes`` off).
+``check_line`` (``validate.RULES`` in order) and ``Index.check`` on each line,
+skipping the lone-surrogate walk for a line with no ``\\ud`` escape. Here valid
+ledgers are mutated line by line (duplicate keys, key order, wrong types,
+control characters, bad IDs, superseded IDs, truncation, stray bytes...) and
+every outcome is compared with a reference that reads line by line, one
+``json.loads`` and rule after another.
 """
 
 from __future__ import annotations
@@ -31,12 +30,6 @@ from .test_outline import cache_home, ledger_in
 
 def reference(data: bytes) -> tuple:
     """What the rules in order make of data: (records, ends, valid length, torn line, index) or the refusal."""
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(validate, "_passes", lambda record, rules: False)
-        return _reference(data)
-
-
-def _reference(data: bytes) -> tuple:
     known = validate.Index()
     records: list[dict] = []
     ends: list[int] = []
@@ -358,8 +351,8 @@ def test_superseding_a_record_already_retired_is_refused_by_every_path(write) ->
 def test_a_rule_changed_in_its_one_statement_changes_every_path(
     monkeypatch: pytest.MonkeyPatch, field: str, value: object, message: str
 ) -> None:
-    """Mutate one ``validate.RULES`` entry to refuse a value it accepts: the rules in order, the one-pass
-    acceptance derived from them, bulk validation and a cold build all refuse it, with the same message."""
+    """Mutate one ``validate.RULES`` entry to refuse a value it accepts: the rules read line by line, bulk
+    validation and a cold build all refuse it, with the same message."""
     records = [rec("c1"), rec("c2", **{field: value})]
     data = b"".join(canonical.line(r) for r in records)
     assert reference(data)[0] != "refused"

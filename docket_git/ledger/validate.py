@@ -8,7 +8,6 @@ exactly what the store caches, so a grown file validates only its new lines).
 from __future__ import annotations
 
 import json
-import operator
 import re
 from collections.abc import Callable
 
@@ -117,12 +116,12 @@ def text_too_long(text: str) -> bool:
 # -- the per-line rules, stated once --------------------------------------------------------------
 #
 # ``RULES`` is the one statement of what a field of a record may hold. ``check_line``
-# applies it (after the record's schema, kind and ID): a record of the shape docket
-# writes is accepted in one pass derived from it (``_passes``), and only a record that
-# breaks a rule goes through the rules in order, which raise the first one's message.
-# Every reader, writer and build validates through ``check_line`` (a cold build too:
-# ``store.validated``), so a rule changed here changes every path
-# (tests/test_validate_fast.py).
+# applies it (after the record's schema, kind and ID), in order, to every record: the
+# first rule a record breaks raises its message. Every reader, writer and build
+# validates through ``check_line`` (a cold build too: ``store.validated``), so a rule
+# changed here changes every path (tests/test_validate_fast.py). No faster second form
+# of the rules is kept: the one-pass acceptance of docket's own shape this replaced made
+# a cold build no faster (q195).
 
 
 class Rule(Plain):
@@ -263,82 +262,14 @@ RULES: tuple[Rule, ...] = (
 _MISSING = object()
 
 
-class _Compiled(Plain):
-    """The rules that apply to one kind, in forms derived from ``RULES``: in order (to report), by field
-    (to accept a record in one pass over its items), and over the shape docket writes (one C call fetches
-    the fields; the string-only ones are tested together)."""
-
-    __slots__ = ("fetch", "ordered", "others", "required", "shape", "strings", "tests")
-
-    def __init__(
-        self,
-        ordered: tuple[tuple, ...],
-        required: frozenset[str],
-        tests: dict[str, tuple[Callable[[object], bool], ...]],
-        shape: frozenset[str],
-        fetch: Callable[[dict], tuple],
-        strings: int,
-        others: tuple[Callable[[object], bool], ...],
-    ) -> None:
-        self.ordered = ordered  # (field, test, message, missing) of each rule
-        self.required = required
-        self.tests = tests
-        #: Every field docket writes for the kind (the heads and each field a rule allows).
-        self.shape = shape
-        #: The shape's values: the string-only fields', then one per other test.
-        self.fetch = fetch
-        self.strings = strings  # how many string-only fields fetch gives first
-        self.others = others
-
-
-def by_kind(rules: tuple[Rule, ...]) -> dict[str, _Compiled]:
-    """Kind -> the rules that apply to it (``_Compiled``): what ``check_line`` runs."""
-    out = {}
-    for kind in model.KINDS:
-        mine = [r for r in rules if kind in r.kinds]
-        tests: dict[str, tuple] = {}
-        for r in mine:
-            tests[r.field] = (*tests.get(r.field, ()), r.test)
-        allowed = [name for name, found in tests.items() if _never not in found]
-        strings = [name for name in allowed if tests[name] == (_string,)]
-        others = [(name, test) for name in allowed if name not in strings for test in tests[name]]
-        out[kind] = _Compiled(
-            tuple((r.field, r.test, r.message, r.missing) for r in mine),
-            frozenset(r.field for r in mine if r.missing is not None),
-            tests,
-            frozenset(("schema", "kind", "id", *allowed)),
-            operator.itemgetter(*strings, *(name for name, _ in others)),
-            len(strings),
-            tuple(test for _, test in others),
-        )
-    return out
+def by_kind(rules: tuple[Rule, ...]) -> dict[str, tuple[tuple, ...]]:
+    """Kind -> (field, test, message, missing) of each rule that applies to it, in ``RULES``' order."""
+    return {
+        kind: tuple((r.field, r.test, r.message, r.missing) for r in rules if kind in r.kinds) for kind in model.KINDS
+    }
 
 
 _BY_KIND = by_kind(RULES)
-_STR = {str}
-
-
-def _passes(record: dict, rules: _Compiled) -> bool:
-    """True when record breaks none of rules (required fields present, each present field's tests)."""
-    if record.keys() == rules.shape:  # as docket writes it: nearly every line
-        values = rules.fetch(record)
-        n = rules.strings
-        if set(map(type, values[:n])) != _STR:
-            return False
-        for test, value in zip(rules.others, values[n:], strict=True):  # noqa: SIM110 - faster than all()
-            if not test(value):
-                return False
-        return True
-    if not rules.required <= record.keys():
-        return False
-    tests = rules.tests
-    for name, value in record.items():
-        found = tests.get(name)
-        if found is not None:
-            for test in found:
-                if not test(value):
-                    return False
-    return True
 
 
 def check_line(record: object, line: bytes | None = None) -> str:
@@ -367,7 +298,7 @@ def check_line(record: object, line: bytes | None = None) -> str:
     if rid[0] != model.PREFIX[kind] or rid[1] == "0":
         raise Invalid("record", f"{kind} id '{rid}' has the wrong prefix or sequence")
     get = record.get
-    for name, test, message, missing in () if _passes(record, rules) else rules.ordered:
+    for name, test, message, missing in rules:
         value = get(name, _MISSING)
         if value is _MISSING:
             if missing is not None:

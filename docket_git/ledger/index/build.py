@@ -143,40 +143,15 @@ class _Build:
 
     def take(self, records: list, ends: list[int]) -> None:
         """Index one validated slice: records and the offset past each."""
-        rows, hays, rels, scopes, entries = _rows(records, ends, self.data, self.seq, self.sha256, self.view)
+        rows, hays, rels, scopes = _rows(self, records, ends)
         del records
-        self._account(entries, ends)
+        self.record_ends.extend(ends)
         self.flush()
         self.held = rows
         conn = self.conn
         conn.executemany(_INSERT_RELATION, rels)
         conn.executemany(_INSERT_SCOPE, scopes)
         conn.executemany(_INSERT_HAYSTACK, hays)
-
-    def _account(self, entries: list[tuple], ends: list[int]) -> None:
-        """Note entries' structure, their citations' degrees and their supersessions."""
-        degree, retired, structure = self.degree, self.retired, self.structure
-        for rid, kind, state, supports, depends_on, answers, supersedes in entries:
-            entry = {"id": rid, "kind": kind, "state": state}
-            if supports:
-                for group in supports:
-                    for target in group:
-                        degree[target] = degree.get(target, 0) + 1
-            if depends_on:
-                entry["depends_on"] = depends_on
-                for target in depends_on:
-                    degree[target] = degree.get(target, 0) + 1
-            if answers:
-                entry["answers"] = answers
-                for target in answers:
-                    degree[target] = degree.get(target, 0) + 1
-            if supersedes:
-                entry["supersedes"] = supersedes
-                for target in supersedes:
-                    retired[target] = rid
-            structure.append(entry)
-        self.record_ends.extend(ends)
-        self.seq += len(entries)
 
     def flush(self) -> None:
         """Insert the held rows with the degree and retired_by known so far (``written`` notes them)."""
@@ -188,56 +163,60 @@ _INSERT_RELATION = "INSERT INTO relations VALUES (?2, ?3, ?4, ?5)"
 _INSERT_SCOPE = "INSERT INTO scopes VALUES (?2, ?3, ?4)"
 
 
-def _rows(
-    records: list, ends: list[int], data: bytes, seq: int, sha256: object, view: memoryview
-) -> tuple[list[list], list[tuple], list[tuple], list[tuple], list[tuple]]:
-    """The rows of validated records whose lines end at ``ends``, from seq on.
+def _rows(build: _Build, records: list, ends: list[int]) -> tuple[list[list], list[tuple], list[tuple], list[tuple]]:
+    """The rows of validated records whose lines end at ``ends``, from ``build.seq`` on, noting as it goes
+    each record's structural entry, its citations' degrees and its supersessions in ``build``.
 
-    (records rows, haystacks rows, relations rows and scopes rows (each led
-    by its record's seq), and each record's structural entry: id, kind,
-    state, supports, depends_on, answers, supersedes).
+    (records rows, haystacks rows, relations rows and scopes rows, each led by its record's seq.)
     """
     rows: list[list] = []
     hays: list[tuple] = []
     rels: list[tuple] = []
     scopes: list[tuple] = []
-    entries: list[tuple] = []
     kinds = _SCOPE_KINDS
+    data, view, sha256, seq = build.data, build.view, build.sha256, build.seq
+    degree, retired, structure = build.degree, build.retired, build.structure
     for record, end in zip(records, ends, strict=True):
         stop = end - 1 if data[end - 1] == 10 else end
         start = data.rfind(b"\n", 0, stop) + 1
         digest = sha256(view[start:stop]).hexdigest()  # type: ignore[operator]
         rid, kind, state = record["id"], record["kind"], record["state"]
         get = record.get
-        supports, depends_on, answers, supersedes = (
-            get("supports"),
-            get("depends_on"),
-            get("answers"),
-            get("supersedes"),
-        )
-        scope = get("scope")
         applicable = (1 if state == "adopted" else 0) if kind == "decision" else None
         rows.append(_record_row(seq, record, state, "", applicable, start, stop - start, digest))
         hays.append((seq, _haystack(record)))
+        entry = {"id": rid, "kind": kind, "state": state}
+        supports = get("supports")
         if supports:
             for n, group in enumerate(supports):
                 for target in group:
                     rels.append((seq, rid, "supports", target, n))
-        for name, targets in (("depends_on", depends_on), ("answers", answers), ("supersedes", supersedes)):
+                    degree[target] = degree.get(target, 0) + 1
+        for name in _FLAT_RELATIONS:
+            targets = get(name)
             if targets:
+                entry[name] = targets
                 for target in targets:
                     rels.append((seq, rid, name, target, None))
+                    if name == "supersedes":
+                        retired[target] = rid
+                    else:
+                        degree[target] = degree.get(target, 0) + 1
+        scope = get("scope")
         if scope:
             for value in dict.fromkeys(scope):
                 kind_of = kinds.get(value)
                 if kind_of is None:
                     kind_of = kinds[value] = scope_kind(value)
                 scopes.append((seq, rid, value, kind_of))
-        entries.append((rid, kind, state, supports, depends_on, answers, supersedes))
+        structure.append(entry)
         seq += 1
-    return rows, hays, rels, scopes, entries
+    build.seq = seq
+    return rows, hays, rels, scopes
 
 
+#: The relations a structural entry holds, in the order a record's relations rows go in (after supports).
+_FLAT_RELATIONS = ("depends_on", "answers", "supersedes")
 #: Scope -> its kind, as ``scope_kind`` says (a ledger repeats few distinct scopes many times).
 _SCOPE_KINDS: dict[str, str] = {}
 
