@@ -204,7 +204,9 @@ def test_an_id_renumbered_on_two_branches_is_ambiguous(repo: Repo):
     result = repo.docket("show", "q2")
     assert result.code == 1
     assert "q2 from one is now q3" in result.err and "q2 from two is now q4" in result.err
-    assert "name one with ID@DIGEST" in result.err
+    assert "give the current ID of the one you mean (q4, q3), or ID@DIGEST" in result.err
+    resolved = repo.docket("resolve", "q2")
+    assert resolved.code == 1 and "q2 is ambiguous: give the current ID of the one you mean (q4, q3)" in resolved.err
 
 
 def test_criss_cross_history_resolves(repo: Repo):

@@ -119,6 +119,12 @@ def _shallow(shallow: bool) -> str:
     )
 
 
+def _pick(found: list) -> str:
+    """How to name one of several records an old ID named on different branches."""
+    now = ", ".join(dict.fromkeys(r.current for r in found if r.current is not None))
+    return f"give the current ID of the one you mean ({now}), or ID@DIGEST (a briefing header prints it)"
+
+
 def row(ref: str, stored: dict) -> tuple[dict, int]:
     """``docket resolve``'s row for ref from its answer, and its exit code (1: no single current ID); says why on stderr."""
     from docket_git.history.renumbering import Resolution
@@ -137,7 +143,7 @@ def row(ref: str, stored: dict) -> tuple[dict, int]:
         out["candidates"] = [r.current for r in found]
         for res in found:
             warn(res.describe())
-        warn(f"{ref} is ambiguous; name one with ID@DIGEST")
+        warn(f"{ref} is ambiguous: {_pick(found)}")
         return out, 1
     warn(f"history does not know {ref}{_shallow(bool(stored.get('shallow')))}")
     return out, 1
@@ -162,9 +168,7 @@ def settle(ref: str, stored: dict) -> str:
     if len(found) > 1:
         for res in found:
             warn(res.describe())
-        raise LedgerError(
-            f"{record_id} was renumbered on several branches; name one with ID@DIGEST (the briefing header prints it)"
-        )
+        raise LedgerError(f"{record_id} was renumbered on several branches: {_pick(found)}")
     res = found[0]
     if res.current is None:
         raise LedgerError(res.describe())
