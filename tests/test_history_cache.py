@@ -436,7 +436,7 @@ def test_a_session_start_warms_the_merges_a_first_question_would_recompute(
     deadline = time.monotonic() + 60
     while not noted.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert noted.read_text() == merge
+    assert noted.read_text() == f"{merge} {repo.ledger}"
     (aliases,) = rows(the_db(repo), "SELECT aliases FROM merges WHERE merge = ?", (merge,))[0]
     assert [a[:2] for a in json.loads(aliases)] == [["c3000", "c3001"]]  # topic's claim, renumbered by the merge
     warm.later(repo.ledger)

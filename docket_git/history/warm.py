@@ -7,7 +7,7 @@ well under a second, and it is not warmed). Every later question reads
 what that first one kept (``history.cache``). So a session-start hook, which
 runs after every pull an agent starts work on, names the repository
 (``later``), and once its answer is out ``finish`` starts a detached
-``python -m docket_git.history.warm ROOT HEAD`` that recomputes what the
+``python -m docket_git.history.warm LEDGER HEAD`` that recomputes what the
 database does not hold yet and then notes the HEAD it warmed for beside the
 database (``<database>.warm``). A hook at a HEAD already warmed for starts
 nothing: it reads one small file.
@@ -29,13 +29,13 @@ from pathlib import Path
 from docket_git.ledger import db
 from docket_git.repo import gitio
 
-#: (repository root, HEAD) pairs ``finish`` warms for once this process has answered.
+#: (ledger, HEAD) pairs ``finish`` warms for once this process has answered.
 _later: list[tuple[Path, str]] = []
 
 
-def marker(root: Path) -> Path | None:
+def marker(start: Path) -> Path | None:
     """Where the HEAD the history database was last warmed for is noted (None: not in a repository)."""
-    common = gitio.common_dir(root)
+    common = gitio.common_dir(start)
     return None if common is None else db.cache_path("history", common).with_suffix(".warm")
 
 
@@ -51,17 +51,21 @@ def later(ledger: Path) -> None:
             return
     except OSError:
         return
-    root = ledger.parent.parent
-    head = gitio.head_commit(root)
-    path = marker(root)
+    head = gitio.head_commit(ledger.parent)
+    path = marker(ledger.parent)
     if head is None or path is None:
         return
     try:
-        if path.read_text() == head:
+        if path.read_text() == _noted(ledger, head):
             return
     except (OSError, UnicodeDecodeError):
         pass
-    _later.append((root, head))
+    _later.append((ledger, head))
+
+
+def _noted(ledger: Path, head: str) -> str:
+    """What the marker says once ledger's history was warmed at head."""
+    return f"{head} {ledger}"
 
 
 def finish() -> None:
@@ -71,13 +75,13 @@ def finish() -> None:
         (os.POSIX_SPAWN_DUP2, 0, 1),
         (os.POSIX_SPAWN_DUP2, 0, 2),
     ]
-    for root, head in _later:
+    for ledger, head in _later:
         # posix_spawn, not subprocess: a session hook never loads that module; a failure leaves the first
         # question to recompute the merges, as before
         with contextlib.suppress(OSError, AttributeError, NotImplementedError):
             os.posix_spawn(
                 sys.executable,
-                [sys.executable, "-m", "docket_git.history.warm", str(root), head],
+                [sys.executable, "-m", "docket_git.history.warm", str(ledger), head],
                 os.environ,
                 file_actions=null,
                 setsid=True,
@@ -85,12 +89,15 @@ def finish() -> None:
     _later.clear()
 
 
-def warm(root: Path, head: str) -> bool:
-    """Recompute and keep every merge's renumbering within the search limit; note head. False: another warms."""
+def warm(ledger: Path, head: str) -> bool:
+    """Recompute and keep every merge's renumbering of ledger within the search limit; note head.
+
+    False: another process is warming, or ledger is not in a git work tree.
+    """
     from docket_git.history.renumbering import History
 
-    path = marker(root)
-    if path is None:
+    root, path = gitio.workdir(ledger.parent), marker(ledger.parent)
+    if root is None or path is None:
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_suffix(".warm-lock"), "a") as lock:
@@ -98,13 +105,13 @@ def warm(root: Path, head: str) -> bool:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             return False
-        history = History(root)
+        history = History(root, ledger.resolve().relative_to(root.resolve()).as_posix())
         try:
             history.aliases()
         finally:
             history.save()
         temporary = path.with_suffix(".warm-new")
-        temporary.write_text(head)
+        temporary.write_text(_noted(ledger, head))
         os.replace(temporary, path)
     return True
 
