@@ -64,7 +64,7 @@ def reference(data: bytes) -> tuple:
 
 
 def _fields(known: validate.Index) -> tuple:
-    return (known.max_seq, dict(known.lines), set(known.retired), known.count, dict(known.retired_at))
+    return (known.max_seq, dict(known.lines), set(known.retired), known.count)
 
 
 def fast(data: bytes, size: int | None) -> tuple:

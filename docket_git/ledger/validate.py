@@ -118,10 +118,8 @@ def text_too_long(text: str) -> bool:
 # ``RULES`` is the one statement of what a field of a record may hold. ``check_line``
 # applies it (after the record's schema, kind and ID), in order, to every record: the
 # first rule a record breaks raises its message. Every reader, writer and build
-# validates through ``check_line`` (a cold build too: ``store.validated``), so a rule
-# changed here changes every path (tests/test_validate_fast.py). No faster second form
-# of the rules is kept: the one-pass acceptance of docket's own shape this replaced made
-# a cold build no faster (q195).
+# validates through ``check_line``, so a rule changed here changes every path
+# (tests/test_validate_fast.py); a faster second form made a cold build no faster (q195).
 
 
 class Rule(Plain):
@@ -356,15 +354,10 @@ TARGET_KINDS: dict[str, tuple[str, str]] = {
 class Index:
     """What the cross-record rules need to know about the records so far."""
 
-    __slots__ = ("count", "lines", "max_seq", "retired", "retired_at")
+    __slots__ = ("count", "lines", "max_seq", "retired")
 
     def __init__(
-        self,
-        max_seq: int = 0,
-        lines: dict[str, int] | None = None,
-        retired: set[str] | None = None,
-        count: int = 0,
-        retired_at: dict[str, int] | None = None,
+        self, max_seq: int = 0, lines: dict[str, int] | None = None, retired: set[str] | None = None, count: int = 0
     ) -> None:
         self.max_seq = max_seq
         #: ID -> 1-based line number where it was recorded (a mapping: the merge driver's reads the prefix).
@@ -372,8 +365,6 @@ class Index:
         #: IDs some record supersedes.
         self.retired: set[str] = set() if retired is None else retired
         self.count = count
-        #: Retired ID -> the line of the record that retired it (lets a cached index be cut back to a line).
-        self.retired_at: dict[str, int] = {} if retired_at is None else retired_at
 
     def check(self, record: dict) -> None:
         """Apply the cross-record rules to a record that passed ``check_line``."""
@@ -420,8 +411,6 @@ class Index:
         supersedes = record.get("supersedes")
         if supersedes:
             self.retired.update(supersedes)
-            for target in supersedes:
-                self.retired_at[target] = line
         self.count += 1
 
     def next_id(self, kind: str) -> str:
@@ -553,14 +542,10 @@ def check_new(record: dict) -> None:
     """The refusals that apply when a record is written, never when one is read."""
     kind = record.get("kind")
     text = record.get("text")
+    choice = record.get("choice")
     if isinstance(text, str) and text and not text.strip():
         raise Invalid("record", "text is blank; state the claim, decision or question in words")
-    if (
-        kind == "decision"
-        and isinstance(record.get("choice"), str)
-        and record["choice"]
-        and not record["choice"].strip()
-    ):
+    if kind == "decision" and isinstance(choice, str) and choice and not choice.strip():
         raise Invalid("record", "choice is blank; name the option chosen")
     bad = _control_field(record)
     if bad is not None:
@@ -574,10 +559,7 @@ def check_new(record: dict) -> None:
             f"a {kind} must state the commitment, not ask it; record the question "
             "with 'docket question' and link it with --answers",
         )
-    if kind != "decision":
-        return
-    choice = record.get("choice")
-    if not isinstance(choice, str) or not isinstance(text, str):
+    if kind != "decision" or not isinstance(choice, str) or not isinstance(text, str):
         return
     alternatives = record.get("alternatives") or []
     if alternatives and all(isinstance(a, str) and _norm(a) == _norm(choice) for a in alternatives):
