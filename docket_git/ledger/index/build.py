@@ -61,36 +61,26 @@ def _build_file(ledger: Path, target: Path, data: bytes, stat: tuple) -> None:
 def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple) -> None:
     """Index every line of ``data`` into empty tables without secondary indexes, validating as it goes.
 
-    Lines are validated and inserted a slice at a time (``store.validated``),
-    so memory holds one slice of records
-    plus a small structural entry per record, never every record and every
-    row at once. A record's
-    derived columns (state, retired_by, applicable, degree) depend on later
-    records: a slice's rows wait until the next slice is validated (most
-    citations are of recent records) and go in with the degree and
-    retirement known by then; once every line is in, ``project.derive`` (the
-    one projection) settles them all and only the rows that differ are
-    updated. Then the checkpoints, the
-    secondary indexes and the meta rows. Raises ``LedgerError`` at the first
-    invalid line, with the exact path's message.
+    Lines are validated and inserted a slice at a time (``store.validated``), so memory holds one
+    slice of records plus a small structural entry per record. A record's derived columns (state,
+    retired_by, applicable, degree) depend on later records: a slice's rows wait until the next
+    slice is validated (most citations are of recent records) and go in with the degree and
+    retirement known by then; once every line is in, ``project.derive`` (the one projection)
+    settles them all and only the rows that differ are updated. Then the checkpoints, the
+    secondary indexes and the meta rows. Raises ``LedgerError`` at the first invalid line, with
+    the exact path's message.
     """
     snap = store.Snapshot(path=ledger, data=data)
     build = _Build(conn, data)
     for records, ends in store.validated(snap):
         build.take(records, ends)
     build.flush()
-    _fill_settled(build, snap, ledger, stat)
-
-
-def _fill_settled(build: _Build, snap: store.Snapshot, ledger: Path, stat: tuple) -> None:
-    """Settle every row (``project.derive``), then the checkpoints, the secondary indexes and the meta rows."""
-    conn, data = build.conn, snap.data
-    structure, degree, written = build.structure, build.degree, build.written
-    derived = project.derive(structure)
+    degree = build.degree
+    derived = project.derive(build.structure)
     for resolvers in derived.resolved_by.values():
         for rid in resolvers:
             degree[rid] = degree.get(rid, 0) + 1
-    settled = _settled(structure, derived, degree, written)
+    settled = _settled(build.structure, derived, degree, build.written)
     conn.executemany("UPDATE records SET state = ?, retired_by = ?, applicable = ?, degree = ? WHERE seq = ?", settled)
     conn.executemany(
         "INSERT INTO blocked_by VALUES (?, ?, ?)",
@@ -154,8 +144,14 @@ class _Build:
         conn.executemany(_INSERT_HAYSTACK, hays)
 
     def flush(self) -> None:
-        """Insert the held rows with the degree and retired_by known so far (``written`` notes them)."""
-        _flush(self.conn, self.held, self.degree, self.retired, self.written)
+        """Insert the held rows with the degree and retired_by known so far (``written`` notes them, in seq order)."""
+        degree, retired, written = self.degree, self.retired, self.written
+        for row in self.held:
+            rid = row[1]
+            row[5] = retired.get(rid, "")
+            row[21] = degree.get(rid, 0)
+            written.append((row[21], row[5]))
+        self.conn.executemany(_INSERT_RECORD, self.held)
         self.held = []
 
 
@@ -219,22 +215,6 @@ def _rows(build: _Build, records: list, ends: list[int]) -> tuple[list[list], li
 _FLAT_RELATIONS = ("depends_on", "answers", "supersedes")
 #: Scope -> its kind, as ``scope_kind`` says (a ledger repeats few distinct scopes many times).
 _SCOPE_KINDS: dict[str, str] = {}
-
-
-def _flush(
-    conn: sqlite3.Connection,
-    rows: list[list],
-    degree: dict[str, int],
-    retired: dict[str, str],
-    written: list[tuple[int, str]],
-) -> None:
-    """Insert held rows with the degree and retired_by known so far (``written`` notes them, in seq order)."""
-    for row in rows:
-        rid = row[1]
-        row[5] = retired.get(rid, "")
-        row[21] = degree.get(rid, 0)
-        written.append((row[21], row[5]))
-    conn.executemany(_INSERT_RECORD, rows)
 
 
 def _settled(

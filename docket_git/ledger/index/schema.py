@@ -155,7 +155,7 @@ def _derived_columns(view: dict) -> tuple[str, str, int | None]:
 def _record_row(
     seq: int, record: dict, state: str, retired_by: str, applicable: int | None, offset: int, length: int, digest: str
 ) -> list:
-    """A ``records`` row (a list: a build fills in retired_by and degree once they are known, ``_flush``)."""
+    """A ``records`` row (a list: a build fills in retired_by and degree once they are known, ``_Build.flush``)."""
     get = record.get
     return [
         seq,
@@ -179,7 +179,7 @@ def _record_row(
         _ids(get("supersedes")),
         _ids(get("depends_on")),
         _ids(get("answers")),
-        0,  # degree: counted once the record's citers are in (_settle_changed, _settle_appended, _flush)
+        0,  # degree: counted once the record's citers are in (_settle_changed, _settle_appended, _Build.flush)
     ]
 
 
