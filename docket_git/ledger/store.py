@@ -141,13 +141,10 @@ def locked(path: Path, *, exclusive: bool, leave_none: bool = False) -> Iterator
     for attempt in range(RELOCKS + 1):
         created = False
         try:
-            if leave_none:
-                try:
-                    fd = files.open_fd(lock_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, root)
-                    created = True
-                except FileExistsError:
-                    fd = files.open_fd(lock_path, os.O_RDWR | os.O_CREAT, root)  # (kept, whoever made it)
-            else:
+            try:
+                fd = files.open_fd(lock_path, os.O_RDWR | os.O_CREAT | (os.O_EXCL if leave_none else 0), root)
+                created = leave_none
+            except FileExistsError:  # (only with leave_none) kept, whoever made it
                 fd = files.open_fd(lock_path, os.O_RDWR | os.O_CREAT, root)
         except OSError as exc:
             if exclusive and leave_none and isinstance(exc, FileNotFoundError):
@@ -238,15 +235,11 @@ def _unfinished(data: bytes, entry: tuple[int, int, str, str] | None) -> bool:
     return not (len(data) >= after and canonical.sha256(memoryview(data)[before:after]) == digest)
 
 
-def _visible(data: bytes, fd: int | None) -> bytes:
-    """The ledger as readers must see it: without the lines of a batch a killed writer left unfinished."""
+def current_bytes(path: Path, fd: int | None) -> bytes:
+    """The ledger's bytes as readers see them (without a batch a killed writer left unfinished), under its lock fd."""
+    data = files.read_bytes(path, root_of(path), files.LEDGER_CAP)
     entry = _journal(fd)
     return data[: entry[0]] if entry is not None and _unfinished(data, entry) else data
-
-
-def current_bytes(path: Path, fd: int | None) -> bytes:
-    """The ledger's bytes as readers see them, read safely while holding its lock (descriptor fd)."""
-    return _visible(files.read_bytes(path, root_of(path), files.LEDGER_CAP), fd)
 
 
 def _set_journal(fd: int, lead: str, before: int, after: int, digest: str) -> None:
@@ -327,20 +320,16 @@ def parse(
     every record, the prefix decoded without validation; otherwise only the
     records past ``start`` (``tail``).
     """
-    with gc_paused():
-        return _parse(path, data, records=records, start=start, line_no=line_no, known=known)
-
-
-def _parse(path: Path, data: bytes, *, records: bool, start: int, line_no: int, known: Index | None) -> Snapshot:
     snap = Snapshot(path=path, data=data)
-    if records and start:
-        prefix_lines, snap.ends = jsonl.whole_lines(data, 0, start)
-        parsed = jsonl.decode_many(prefix_lines)
-        snap.records = parsed if parsed is not None else [json.loads(x) for x in prefix_lines]
-    out, ends = (snap.records, snap.ends) if records else (snap.tail, snap.tail_ends)
-    for found, found_ends in validated(snap, start=start, line_no=line_no, known=known):
-        out.extend(found)
-        ends.extend(found_ends)
+    with gc_paused():
+        if records and start:
+            prefix_lines, snap.ends = jsonl.whole_lines(data, 0, start)
+            parsed = jsonl.decode_many(prefix_lines)
+            snap.records = parsed if parsed is not None else [json.loads(x) for x in prefix_lines]
+        out, ends = (snap.records, snap.ends) if records else (snap.tail, snap.tail_ends)
+        for found, found_ends in validated(snap, start=start, line_no=line_no, known=known):
+            out.extend(found)
+            ends.extend(found_ends)
     return snap
 
 
@@ -494,12 +483,10 @@ def write_records(
 ) -> bytes:
     """Under the exclusive lock: write records after the first ``keep`` bytes, fsynced; return the bytes written.
 
-    ``data`` holds the ledger's bytes from offset ``base`` on (0: all of
-    them); it must hold the 4 KB before ``keep`` (or start at 0) and every
-    byte after it, which a failed write puts back. ``ledger_fd``: the ledger,
-    open for writing, when the caller opened it. A batch is journaled in the
-    lock file first (``write_batch``), so a reader never sees part of it and
-    the next writer cuts off what a killed writer left.
+    ``data`` holds the ledger's bytes from offset ``base`` on (0: all of them); it must hold the 4 KB
+    before ``keep`` (or start at 0) and every byte after it, which a failed write puts back.
+    ``ledger_fd``: the ledger, open for writing, when the caller opened it. A batch of several
+    records is journaled (``write_batch``).
     """
     at = keep - base
     payload = b"".join(canonical.line(r) for r in records)
@@ -546,12 +533,9 @@ def write_batch(
 def recover(path: Path) -> None:
     """Before reading an append-only file whose readers cannot hide a batch: cut off one a killed writer left.
 
-    For files read by something other than ``current_bytes`` (typed ledgers:
-    their projection reads the file itself). A batch journaled in the lock
-    file, seen under the shared lock, was left by a killed writer (a live one
-    holds the exclusive lock until it clears it): it is cut off under the
-    exclusive lock, with a notice, as the next writer would. No lock file, or
-    one that cannot be read: nothing to do.
+    For files read by something other than ``current_bytes`` (typed ledgers: their projection reads the
+    file itself). A batch journaled in the lock file, seen under the shared lock, was left by a killed
+    writer (a live one holds the exclusive lock until it clears it): it is cut off as the next writer would.
     """
     lock_path = path.with_name(path.name + ".lock")
     try:
