@@ -69,18 +69,14 @@ def _settle_changed(
     every record gives the same rows; tests/test_index.py compares them.
     """
     step = conn.execute
-    facts: dict[str, tuple[int, str, str, str, str]] = {}  # kept record -> (seq, kind, recorded, retired_by, state)
+    facts: dict[str, tuple[int, str, str, str, str] | None] = {}  # kept -> (seq, kind, recorded, retired_by, state)
 
     def fact(rid: str) -> tuple[int, str, str, str, str] | None:
-        found = facts.get(rid)
-        if found is None:
-            row = step(
+        if rid not in facts:  # (new records are never asked: None stays true)
+            facts[rid] = step(
                 "SELECT seq, kind, recorded_state, retired_by, state FROM records WHERE id = ?", (rid,)
             ).fetchone()
-            if row is None:
-                return None
-            found = facts[rid] = row
-        return found
+        return facts[rid]
 
     new_ids = {r["id"]: first + i for i, r in enumerate(new)}
     new_by_id = {r["id"]: r for r in new}
@@ -108,9 +104,7 @@ def _settle_changed(
     blocked: dict[str, list[str]] = {}  # decision -> blocked_by, for the decisions settled again
 
     def blocked_of(rid: str) -> list[str]:
-        if rid in blocked:
-            return blocked[rid]
-        return [b for (b,) in step("SELECT blocker FROM blocked_by WHERE decision = ? ORDER BY position", (rid,))]
+        return blocked[rid] if rid in blocked else _column(conn, _BLOCKERS, rid)
 
     def kind_state(rid: str) -> tuple[str, str] | None:
         record = new_by_id.get(rid)
@@ -277,17 +271,9 @@ def _cited_state(conn: sqlite3.Connection, new: list[dict], limit: int) -> tuple
         if row[2]:
             derived.retired_by[rid] = row[2]
         if row[0] == "decision":
-            derived.blocked[rid] = [
-                b
-                for (b,) in conn.execute("SELECT blocker FROM blocked_by WHERE decision = ? ORDER BY position", (rid,))
-            ]
+            derived.blocked[rid] = _column(conn, _BLOCKERS, rid)
         if row[0] == "question":
-            resolvers = [
-                r
-                for (r,) in conn.execute(
-                    "SELECT resolver FROM resolved_by WHERE question = ? ORDER BY position", (rid,)
-                )
-            ]
+            resolvers = _column(conn, "SELECT resolver FROM resolved_by WHERE question = ? ORDER BY position", rid)
             if resolvers:
                 derived.resolved_by[rid] = resolvers
     return by_id, derived
@@ -310,13 +296,10 @@ def _settle_appended(
     """
     by_id, derived = _cited_state(conn, new, first)
     before = {q: len(v) for q, v in derived.resolved_by.items()}
-    views = []
     for record in new:
         by_id[record["id"]] = record
         project.settle(record, by_id, derived)
-    for record in new:
-        views.append(project.view(record, derived))
-    _insert_new(conn, first, new, views, lines, ends, data, base)
+    _insert_new(conn, first, new, [project.view(r, derived) for r in new], lines, ends, data, base)
     conn.executemany(
         "INSERT INTO blocked_by VALUES (?, ?, ?)",
         ((r["id"], b, n) for r in new if r["kind"] == "decision" for n, b in enumerate(derived.blocked[r["id"]])),
@@ -333,6 +316,14 @@ def _settle_appended(
             conn.execute("UPDATE records SET state = 'resolved' WHERE id = ? AND kind = 'question'", (question,))
             referenced.extend(resolvers[done:])
     conn.executemany("UPDATE records SET degree = degree + 1 WHERE id = ?", ((ref,) for ref in referenced))
+
+
+_BLOCKERS = "SELECT blocker FROM blocked_by WHERE decision = ? ORDER BY position"
+
+
+def _column(conn: sqlite3.Connection, sql: str, rid: str) -> list[str]:
+    """The one column of the rows sql selects for rid, in order."""
+    return [value for (value,) in conn.execute(sql, (rid,))]
 
 
 def _cites(record: dict) -> list[str]:
