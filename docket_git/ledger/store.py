@@ -426,16 +426,14 @@ def read_with_stat(path: Path) -> tuple[tuple[int, int, int, int], bytes] | None
         raise LedgerError(f"cannot read {path}: {exc.strerror}") from None
 
 
-def read(path: Path | None, *, records: bool = True) -> Snapshot:
+def read(path: Path) -> Snapshot:
     """Read and validate every line of the ledger at path; a missing file reads as empty.
 
     The reference read: commands read through ``ledger.index``, which
     validates only what it has not seen.
     """
-    if path is None:
-        return Snapshot(path=Path(LEDGER_DIR) / LEDGER_NAME)
     found = read_with_stat(path)
-    return Snapshot(path=path) if found is None else parse(path, found[1], records=records)
+    return Snapshot(path=path) if found is None else parse(path, found[1])
 
 
 # -- appending -----------------------------------------------------------------
