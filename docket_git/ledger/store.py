@@ -381,16 +381,13 @@ def validated(
             try:
                 record = parse_line(raw)
             except ValueError as exc:
-                if end == total and torn:
+                if end == total and torn:  # the last line of the last slice: the loops end here
                     snap.torn_line = number
                     notice(
                         f"{path}: line {number}: skipped a torn final line "
                         "(no newline, not JSON); the next append removes it"
                     )
-                    snap.valid_length = valid_end
-                    if found:
-                        yield found, found_ends
-                    return
+                    break
                 raise LedgerError(f"line {number}: {exc}") from None
             try:
                 check_line(record, raw)
