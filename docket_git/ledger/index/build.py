@@ -20,6 +20,7 @@ from docket_git.ledger.index.schema import (
     _record_row,
     scope_kind,
 )
+from docket_git.ledger.model import FLAT_RELATIONS
 
 
 def _build_file(ledger: Path, target: Path, data: bytes, stat: tuple) -> None:
@@ -188,7 +189,7 @@ def _rows(build: _Build, records: list, ends: list[int]) -> tuple[list[list], li
                 for target in group:
                     rels.append((seq, rid, "supports", target, n))
                     degree[target] = degree.get(target, 0) + 1
-        for name in _FLAT_RELATIONS:
+        for name in FLAT_RELATIONS:
             targets = get(name)
             if targets:
                 entry[name] = targets
@@ -211,8 +212,6 @@ def _rows(build: _Build, records: list, ends: list[int]) -> tuple[list[list], li
     return rows, hays, rels, scopes
 
 
-#: The relations a structural entry holds, in the order a record's relations rows go in (after supports).
-_FLAT_RELATIONS = ("depends_on", "answers", "supersedes")
 #: Scope -> its kind, as ``scope_kind`` says (a ledger repeats few distinct scopes many times).
 _SCOPE_KINDS: dict[str, str] = {}
 

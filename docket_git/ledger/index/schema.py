@@ -200,7 +200,7 @@ def _owned_rows(record: dict) -> tuple[list[tuple], list[tuple]]:
     rels: list[tuple] = []
     for n, group in enumerate(record.get("supports") or ()):
         rels.extend((rid, "supports", target, n) for target in group)
-    for kind in ("depends_on", "answers", "supersedes"):
+    for kind in model.FLAT_RELATIONS:
         rels.extend((rid, kind, target, None) for target in record.get(kind) or ())
     scopes = [(rid, value, scope_kind(value)) for value in dict.fromkeys(record.get("scope") or ())]
     return rels, scopes

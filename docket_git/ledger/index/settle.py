@@ -5,7 +5,6 @@ from __future__ import annotations
 import heapq
 import json
 import sqlite3
-from collections.abc import Iterable
 
 from docket_git.ledger import canonical, model, project
 from docket_git.ledger.index.schema import (
@@ -23,7 +22,7 @@ def _insert_new(
     conn: sqlite3.Connection,
     first: int,
     new: list[dict],
-    views: Iterable[dict],
+    derived: project.Derived,
     lines: list[bytes],
     ends: list[int],
     data: bytes,
@@ -31,10 +30,11 @@ def _insert_new(
 ) -> None:
     """Insert the rows of new records (``ends``: offsets in ``data``, which starts at file offset ``base``)."""
     rows, rels, scopes, hays = [], [], [], []
-    for i, (record, view, line, end) in enumerate(zip(new, views, lines, ends, strict=True)):
+    for i, (record, line, end) in enumerate(zip(new, lines, ends, strict=True)):
         offset = base + end - len(line) - (1 if data[end - 1 : end] == b"\n" else 0)
         digest = canonical.sha256(line)
-        rows.append(_record_row(first + i, record, *_derived_columns(view), offset, len(line), digest))
+        settled = _derived_columns(project.view(record, derived))
+        rows.append(_record_row(first + i, record, *settled, offset, len(line), digest))
         hays.append((first + i, _haystack(record)))
         r, s = _owned_rows(record)
         rels.extend(r)
@@ -211,7 +211,7 @@ def _settle_changed(
         {rid: blocked[rid] for rid in new_ids if rid in blocked},
         {q: v for q, v in resolved.items() if v and q in new_ids},
     )
-    _insert_new(conn, first, new, [project.view(r, derived) for r in new], lines, ends, data, base)
+    _insert_new(conn, first, new, derived, lines, ends, data, base)
     changed = []
     for rid in (moved | questions) - new_ids.keys():
         found = fact(rid)
@@ -299,7 +299,7 @@ def _settle_appended(
     for record in new:
         by_id[record["id"]] = record
         project.settle(record, by_id, derived)
-    _insert_new(conn, first, new, [project.view(r, derived) for r in new], lines, ends, data, base)
+    _insert_new(conn, first, new, derived, lines, ends, data, base)
     conn.executemany(
         "INSERT INTO blocked_by VALUES (?, ?, ?)",
         ((r["id"], b, n) for r in new if r["kind"] == "decision" for n, b in enumerate(derived.blocked[r["id"]])),
