@@ -308,6 +308,16 @@ def commit(repo: Repo, message: str) -> str:
     return repo.git("rev-parse", "HEAD").strip()
 
 
+def diverged(repo: Repo) -> None:
+    """A branch ``topic`` off HEAD records "Topic claim" and main "Main claim", each committed; main is checked out."""
+    repo.git("checkout", "-q", "-b", "topic")
+    repo.ok("claim", "Topic claim")
+    commit(repo, "topic")
+    repo.git("checkout", "-q", "main")
+    repo.ok("claim", "Main claim")
+    commit(repo, "main")
+
+
 def build_merged(repo: Repo) -> dict:
     """main and topic both recorded after the fork; topic merged into main, so topic's c2 and d3 became c4 and d5."""
     repo.ok("claim", "Shared premise")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Repo
+from tests.conftest import Repo, commit
 from tests.typed_helpers import declare, rows
 
 FIXTURES = Path(__file__).parent / "fixtures" / "gh-aw"
@@ -240,11 +240,6 @@ WRITES = [
 def write(repo: Repo, name: str, ops: list[dict], txn: str) -> None:
     result = repo.docket("ledger", "append", name, "-", "--txn", txn, input="".join(json.dumps(o) + "\n" for o in ops))
     assert result.code == 0, result.err
-
-
-def commit(repo: Repo, message: str) -> None:
-    repo.git("add", "-A")
-    repo.git("commit", "-q", "-m", message)
 
 
 def records_of(repo: Repo, name: str) -> list[bytes]:

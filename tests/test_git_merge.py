@@ -7,12 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Repo
-
-
-def commit(repo: Repo, message: str) -> None:
-    repo.git("add", "-A")
-    repo.git("commit", "-q", "-m", message)
+from tests.conftest import Repo, commit
 
 
 def texts(repo: Repo) -> list[str]:

@@ -8,18 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Repo
+from tests.conftest import Repo, commit
 from tests.test_merge_driver import (
     Driver,
     driver,  # noqa: F401  (the fixture)
     ledger,
 )
 from tests.test_merge_driver import rec as record
-
-
-def commit(repo: Repo, message: str) -> None:
-    repo.git("add", "-A")
-    repo.git("commit", "-q", "-m", message)
 
 
 @pytest.fixture

@@ -15,12 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Repo
-
-
-def commit(repo: Repo, message: str) -> None:
-    repo.git("add", "-A")
-    repo.git("commit", "-q", "-m", message)
+from tests.conftest import Repo, commit, diverged
 
 
 def ids(repo: Repo) -> list[tuple[str, str]]:
@@ -154,12 +149,7 @@ def test_merging_main_into_a_feature_keeps_mains_ids(team: Team) -> None:
 def test_a_repository_without_a_remote_keeps_local_mains_ids(repo: Repo) -> None:
     repo.ok("claim", "Shared")
     commit(repo, "shared")
-    repo.git("checkout", "-q", "-b", "topic")
-    repo.ok("claim", "Topic claim")
-    commit(repo, "topic")
-    repo.git("checkout", "-q", "main")
-    repo.ok("claim", "Main claim")
-    commit(repo, "main")
+    diverged(repo)
     repo.git("checkout", "-q", "topic")
     merged = subprocess.run(
         ["git", "merge", "--no-edit", "main"], cwd=repo.path, env=repo.env, capture_output=True, text=True

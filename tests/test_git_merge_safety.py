@@ -10,14 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Repo
+from tests.conftest import Repo, commit
 
 BARE_PATH = "/usr/bin:/bin"
-
-
-def commit(repo: Repo, message: str) -> None:
-    repo.git("add", "-A")
-    repo.git("commit", "-q", "-m", message)
 
 
 def diverge(repo: Repo, topic: str, topic_text: str, main_text: str) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from docket_git.history.cache import SCHEMA_VERSION
-from tests.conftest import DOCKET, Repo, commit
+from tests.conftest import DOCKET, Repo, commit, diverged
 
 
 def cache_dir(repo: Repo) -> Path:
@@ -421,12 +421,7 @@ def test_a_session_start_warms_the_merges_a_first_question_would_recompute(
         f.write(b"".join(canonical.line(rec(f"c{n}", f"Premise {n} {filler}")) for n in range(2, 3000)))
     assert repo.ledger.stat().st_size >= warm.WARM_FROM
     commit(repo, "large")
-    repo.git("checkout", "-q", "-b", "topic")
-    repo.ok("claim", "Topic claim")
-    commit(repo, "topic")
-    repo.git("checkout", "-q", "main")
-    repo.ok("claim", "Main claim")
-    commit(repo, "main")
+    diverged(repo)
     repo.git("merge", "-q", "--no-edit", "topic")
     merge = repo.git("rev-parse", "HEAD").strip()
     noted = warm.marker(repo.path)
