@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -42,8 +41,3 @@ def read_snapshot() -> store.Snapshot:
     if path is None:
         store.locate(Path.cwd())  # outside a repository: the one line every command gives, exit 1
     return index.read(path)
-
-
-def dump_json(value: object) -> str:
-    """Pretty JSON as Docket prints it (indent 2, UTF-8 kept)."""
-    return json.dumps(value, indent=2, ensure_ascii=False)

@@ -10,13 +10,12 @@ the answer the one way (``history.renumbering``) and keeps it.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 from docket_git.cli.spec import Arg, Command, Opt
 from docket_git.errors import LedgerError, UsageError
-from docket_git.ledger import index, model, store
+from docket_git.ledger import index, model, pretty, store
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,10 +43,6 @@ LOG = Command(
     (Arg("record", "The record: its ID, an old ID, or ID@DIGEST.", "ID"),),
     (Opt("--json", "as_json", "The history as one JSON object.", bare=True),),
 )
-
-
-def _dump(value: object) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)
 
 
 def _where() -> tuple[Path, str]:
@@ -250,7 +245,7 @@ def run_resolve(values: dict[str, Any]) -> int:
     finally:
         asker.close()
     if as_json:
-        sys.stdout.write(_dump(rows) + "\n")
+        sys.stdout.write(pretty.encode(rows) + "\n")
     else:
         sys.stdout.write("".join(f"{row['ref']} -> {row['current'] or '?'}\n" for row in rows))
     return code
@@ -304,7 +299,7 @@ def _print_log(kept: dict, *, as_json: bool) -> None:
     out = kept["log"]
     lines: list[str] = []
     if as_json:
-        sys.stdout.write(_dump(out) + "\n")
+        sys.stdout.write(pretty.encode(out) + "\n")
         return
     record_id = out["id"]
     lines.append(f"{record_id}  {out['kind']}  {kept['state']}  {out['text']}")
