@@ -2,8 +2,8 @@
 
 A clone's first question about an ID its ledger does not hold (or any ID a
 merge renumbered) recomputes the renumbering of every merge within the search
-limit: seconds at 100k records over 2,000 commits (a ledger under 1 MiB:
-well under a second, and it is not warmed). Every later question reads
+limit: seconds at 100k records over 2,000 commits (a ledger under 1 MiB is
+not warmed: its merges are cheaper to recompute). Every later question reads
 what that first one kept (``history.cache``). So a session-start hook, which
 runs after every pull an agent starts work on, names the repository
 (``later``), and once its answer is out ``finish`` starts a detached
@@ -26,7 +26,6 @@ import os
 import sys
 from pathlib import Path
 
-from docket_git.ledger import db
 from docket_git.repo import gitio
 
 #: (ledger, HEAD) pairs ``finish`` warms for once this process has answered.
@@ -35,11 +34,14 @@ _later: list[tuple[Path, str]] = []
 
 def marker(start: Path) -> Path | None:
     """Where the HEAD the history database was last warmed for is noted (None: not in a repository)."""
+    from docket_git.history.cache import path_for
+
     common = gitio.common_dir(start)
-    return None if common is None else db.cache_path("history", common).with_suffix(".warm")
+    return None if common is None else path_for(common).with_suffix(".warm")
 
 
-#: A ledger smaller than this is not warmed: its first question recomputes its merges in well under a second.
+#: A ledger smaller than this is not warmed: its merges' ledgers are small to recompute (0.3 s at 1k records
+#: over 205 commits; about 3 s at 10k records over 2,005).
 WARM_FROM = 1 << 20
 
 
