@@ -436,3 +436,29 @@ def test_a_session_start_warms_the_merges_a_first_question_would_recompute(
     assert [a[:2] for a in json.loads(aliases)] == [["c3000", "c3001"]]  # topic's claim, renumbered by the merge
     warm.later(repo.ledger)
     assert warm._later == []  # warmed for this HEAD: the next hook starts nothing
+
+
+def test_history_warm_false_in_config_starts_no_warmer(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``[history] warm = false`` in .docket/config.toml: a hook that would warm starts no process."""
+    import os
+
+    from docket_git.history import warm
+    from docket_git.ledger import canonical
+    from tests.conftest import rec
+
+    monkeypatch.setenv("XDG_CACHE_HOME", repo.env["XDG_CACHE_HOME"])
+    filler = "x" * 400
+    with repo.ledger.open("ab") as f:
+        f.write(b"".join(canonical.line(rec(f"c{n}", f"Premise {n} {filler}")) for n in range(1, 3000)))
+    commit(repo, "large")
+    config = repo.ledger.parent / "config.toml"
+    config.write_text("[history]\nsearch_limit = 50\nwarm = false\n")
+    warm.later(repo.ledger)
+    assert warm.finish() == []
+    assert warm._later == []
+    config.write_text("[history]\nwarm = true\n")
+    warm.later(repo.ledger)
+    (pid,) = warm.finish()
+    os.waitpid(pid, 0)
+    noted = warm.marker(repo.path)
+    assert noted is not None and noted.read_text().startswith(repo.git("rev-parse", "HEAD").strip())

@@ -89,14 +89,18 @@ class Alias:
 parse_ref = model.parse_ref
 
 
+def settings(ledger_dir: Path) -> dict:
+    """The ``[history]`` table of ledger_dir's ``config.toml``; empty when there is none or it cannot be read."""
+    try:
+        table = tomllib.loads(files.read_text(ledger_dir / "config.toml", ledger_dir.parent)).get("history", {})
+    except (OSError, LedgerError, ValueError, RecursionError):  # ValueError: TOML, 4,300+ digits
+        return {}
+    return table if isinstance(table, dict) else {}
+
+
 def search_limit(repo_root: Path) -> int:
     """``history.search_limit`` from ``.docket/config.toml``, else the default (2000)."""
-    root = Path(repo_root)
-    try:
-        config = tomllib.loads(files.read_text(root / LEDGER_DIR / "config.toml", root))
-        value = config.get("history", {}).get("search_limit", DEFAULT_SEARCH_LIMIT)
-    except (OSError, LedgerError, ValueError, AttributeError, RecursionError):  # ValueError: TOML, 4,300+ digits
-        return DEFAULT_SEARCH_LIMIT
+    value = settings(Path(repo_root) / LEDGER_DIR).get("search_limit", DEFAULT_SEARCH_LIMIT)
     usable = isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 1_000_000_000
     return value if usable else DEFAULT_SEARCH_LIMIT
 

@@ -70,25 +70,36 @@ def _noted(ledger: Path, head: str) -> str:
     return f"{head} {ledger}"
 
 
-def finish() -> None:
-    """Start a detached warmer for each repository ``later`` named; the caller goes on at once."""
+def finish() -> list[int]:
+    """Start a detached warmer for each repository ``later`` named, unless its ``config.toml`` says
+    ``[history] warm = false``; the caller goes on at once. The warmers' process IDs."""
+    started: list[int] = []
+    if not _later:
+        return started
+    from docket_git.history.renumbering import settings  # read after the answer, and only when there is work
+
     null = [
         (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDWR, 0),
         (os.POSIX_SPAWN_DUP2, 0, 1),
         (os.POSIX_SPAWN_DUP2, 0, 2),
     ]
     for ledger, head in _later:
+        if settings(ledger.parent).get("warm", True) is False:
+            continue
         # posix_spawn, not subprocess: a session hook never loads that module; a failure leaves the first
         # question to recompute the merges, as before
         with contextlib.suppress(OSError, AttributeError, NotImplementedError):
-            os.posix_spawn(
-                sys.executable,
-                [sys.executable, "-m", "docket_git.history.warm", str(ledger), head],
-                os.environ,
-                file_actions=null,
-                setsid=True,
+            started.append(
+                os.posix_spawn(
+                    sys.executable,
+                    [sys.executable, "-m", "docket_git.history.warm", str(ledger), head],
+                    os.environ,
+                    file_actions=null,
+                    setsid=True,
+                )
             )
     _later.clear()
+    return started
 
 
 def warm(ledger: Path, head: str) -> bool:
