@@ -51,7 +51,6 @@ def key_for(start: Path, ledger: Path, ref: str, revision: str | None = None) ->
 
     ``revision``: the ledger's (``index.revision``), when the caller has its index open.
     """
-    from docket_git.history.cache import common_dir
     from docket_git.history.renumbering import search_limit
     from docket_git.ledger import index
     from docket_git.merging import journal
@@ -61,8 +60,7 @@ def key_for(start: Path, ledger: Path, ref: str, revision: str | None = None) ->
     head = gitio.head_commit(start)
     if dirs is None or not head:
         return None
-    git_dir, _ = dirs
-    common = common_dir(git_dir)
+    git_dir, common = dirs
     root = git_dir.parent if git_dir.name == ".git" else None
     if root is None:  # a linked work tree: its .git file sits in the work tree's root
         for directory in (start.resolve(), *start.resolve().parents):

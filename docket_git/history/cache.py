@@ -35,7 +35,6 @@ import sqlite3
 from pathlib import Path
 
 from docket_git.ledger import db
-from docket_git.repo import files
 
 #: The schema version (``PRAGMA user_version``). 3: SQLite replaced the JSON
 #: files (version 2 and the renames' version 1), which are never read. 4: a
@@ -55,16 +54,6 @@ SCHEMA = (
     "CREATE TABLE kept (relpath TEXT NOT NULL, merge TEXT NOT NULL, parent TEXT NOT NULL, "
     "PRIMARY KEY (relpath, merge)) WITHOUT ROWID",
 )
-
-
-def common_dir(git_dir: Path) -> Path:
-    """The repository's common git directory, given a git directory (a linked work tree's names it in ``commondir``)."""
-    git_dir = Path(git_dir)
-    try:
-        pointer = files.read_text(git_dir / "commondir", None, follow=True).strip()
-    except (OSError, files.UnsafePath):
-        return git_dir.resolve()
-    return (git_dir / pointer).resolve() if pointer else git_dir.resolve()
 
 
 def path_for(common: Path) -> Path:

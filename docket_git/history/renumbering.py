@@ -46,7 +46,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from docket_git.errors import LedgerError
-from docket_git.history.cache import HistoryCache, common_dir, path_for
+from docket_git.history.cache import HistoryCache, path_for
 from docket_git.ledger import canonical, jsonl, model
 from docket_git.ledger.store import LEDGER_DIR, LEDGER_NAME
 from docket_git.merging import rebase, staged
@@ -146,7 +146,7 @@ class History:
         self._counts: dict[str, int] = {}
         self._merges: dict[str, list[Alias]] = {}
         self._kept: dict[str, str | None] = {}
-        self.cache = HistoryCache(path_for(common_dir(Path(graph.repo.path))))
+        self.cache = HistoryCache(path_for(gitio.common_of(Path(graph.repo.path))))
         #: This worktree's git directory, where ``merging.journal`` keeps renumberings no merge records.
         self.git_dir = Path(graph.repo.path)
         #: Merge only the lines past what the sides share (``_tails``); False merges whole ledgers (the tests' oracle).

@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from docket_git.repo import gitio
+
 #: Ranks: a record on the default branch outranks one only on the upstream.
 DEFAULT, UPSTREAM = 2, 1
 _SECTION = re.compile(r'^\s*\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]\s*(.*)$')
@@ -59,16 +61,6 @@ def git_dir(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -
                 return (target if target.is_absolute() else folder / target).resolve()
             return None
     return None
-
-
-def common_dir(gdir: Path) -> Path:
-    """The common git directory (a linked worktree's ``commondir``, else gdir itself)."""
-    try:
-        text = (gdir / "commondir").read_text(encoding="utf-8").strip()
-    except OSError:
-        return gdir
-    target = Path(text)
-    return (target if target.is_absolute() else gdir / target).resolve()
 
 
 def operation(gdir: Path | None, environ: Mapping[str, str] | None = None) -> str:
@@ -125,7 +117,7 @@ def _symref(path: Path) -> str | None:
 
 def candidates(gdir: Path) -> list[tuple[str, int, str]]:
     """(label, rank, revision) of each ref whose records keep their IDs, highest rank first."""
-    common = common_dir(gdir)
+    common = gitio.common_of(gdir)
     config = _config(common / "config")
     remotes = sorted(sub for (section, sub) in config if section == "remote" and sub)
     out: list[tuple[str, int, str]] = []
@@ -187,7 +179,7 @@ def user_name(gdir: Path | None, environ: Mapping[str, str] | None = None) -> st
     env = os.environ if environ is None else environ
     if env.get("GIT_AUTHOR_NAME"):
         return env["GIT_AUTHOR_NAME"]
-    places = [common_dir(gdir) / "config"] if gdir is not None else []
+    places = [gitio.common_of(gdir) / "config"] if gdir is not None else []
     if env.get("GIT_CONFIG_GLOBAL"):
         places.append(Path(env["GIT_CONFIG_GLOBAL"]))
     else:

@@ -448,12 +448,17 @@ def _git_dirs(start: Path) -> tuple[Path, Path] | None:
             if not text.startswith("gitdir:"):
                 return None
             gitdir = (directory / text[len("gitdir:") :].strip()).resolve()
-            common = gitdir
-            commondir = gitdir / "commondir"
-            if commondir.is_file():
-                common = (gitdir / _text(commondir).strip()).resolve()
-            return gitdir, common
+            return gitdir, common_of(gitdir)
     return None
+
+
+def common_of(git_dir: Path) -> Path:
+    """The git dir a git dir's worktrees share: a linked work tree's names it in ``commondir``."""
+    try:
+        pointer = _text(git_dir / "commondir").strip()
+    except OSError:
+        return git_dir.resolve()
+    return (git_dir / pointer).resolve() if pointer else git_dir.resolve()
 
 
 def common_dir(start: Path) -> Path | None:
