@@ -15,7 +15,7 @@ from docket_git.errors import _notices
 from docket_git.ledger import canonical, db, index, project, store
 from tests.hypothesis_helpers import profile
 
-from .conftest import rec
+from .conftest import Repo, commit, rec
 from .test_context_properties import ledgers
 from .test_outline import cache_home, expected_tables, ledger_in, query_tables
 
@@ -400,3 +400,43 @@ def test_a_build_in_small_slices_equals_a_fresh_projection(records: list[dict], 
             assert check(path, records).how == "rebuilt"
     finally:
         store.SLICE = old
+
+
+def test_a_new_work_trees_index_is_seeded_from_a_siblings_and_equals_a_fresh_projection(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``git worktree add``: the new work tree's first read copies the main tree's index and updates it past
+    the blocks both ledgers share, rather than building 800 records afresh; a sibling sharing nothing is not used."""
+    monkeypatch.setenv("XDG_CACHE_HOME", repo.env["XDG_CACHE_HOME"])
+    records = [rec(f"c{i}", f"premise number {i} " + "x" * 200, state="accepted") for i in range(1, 801)]
+    repo.ledger.write_bytes(encode(records))
+    commit(repo, "800 records")  # its pre-commit check builds the main tree's index
+    assert index.open_index(repo.ledger).how == "current"
+    side = repo.path.parent / "side"
+    repo.git("worktree", "add", "-q", "-b", "side", str(side))
+    ledger = side / ".docket" / "ledger.jsonl"
+    other = rewritten(records, 700, "on side")
+    ledger.write_bytes(encode(other))
+    ix = index.open_index(ledger)
+    assert ix.how == "updated"  # a build afresh says "rebuilt"
+    kept = ix.conn.execute("SELECT value FROM meta WHERE key = 'indexed_from'").fetchone()[0]
+    assert 600 < kept <= 700
+    assert actual(ix.conn) == expected(ledger.read_bytes(), other)
+    ix.close()
+    check(ledger, other)
+    assert index.open_index(ledger).how == "current"
+    assert index.open_index(repo.ledger).how == "current"  # the sibling's own index is untouched
+    check(repo.ledger, records)
+
+    third = repo.path.parent / "third"
+    repo.git("worktree", "add", "-q", "--detach", str(third))
+    unrelated = [rec(f"c{i}", f"another ledger {i}", state="accepted") for i in range(1, 50)]
+    (third / ".docket" / "ledger.jsonl").write_bytes(encode(unrelated))
+    assert index.open_index(third / ".docket" / "ledger.jsonl").how == "rebuilt"
+
+    fourth = repo.path.parent / "fourth"
+    repo.git("worktree", "add", "-q", "--detach", str(fourth))  # the main tree's ledger, byte for byte
+    index.db_path(repo.ledger).write_bytes(b"not a database " * 100)  # siblings that cannot seed: corrupt, gone
+    db.discard(index.db_path(ledger))
+    assert index.open_index(fourth / ".docket" / "ledger.jsonl").how == "rebuilt"
+    check(fourth / ".docket" / "ledger.jsonl", records)

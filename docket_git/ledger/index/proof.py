@@ -342,15 +342,22 @@ def _update_persistent(ledger: Path, target: Path, data: bytes, stat: tuple) -> 
     """Under the index's lock: make the file current.
 
     An index that shares a prefix with ``data`` is updated in place (one
-    WAL transaction: readers keep the state they began with). One that is
-    missing, corrupt, of another version or shares nothing is built afresh
-    in a temporary file and renamed into place (``_build_file``).
+    WAL transaction: readers keep the state they began with); a missing one
+    is first copied from another work tree's, when one shares most of data
+    (``seed``). One that is still missing, or corrupt, of another version or
+    sharing nothing, is built afresh in a temporary file renamed into place
+    (``_build_file``).
     """
     # Loaded only when the index must change: a proven index (a warm session start) never imports them.
     from docket_git.ledger.index.build import _build_file
     from docket_git.ledger.index.update import _afresh, _prefix, update
 
     conn: sqlite3.Connection | None = None
+    if not os.path.exists(target):
+        from docket_git.ledger.index.seed import seed
+
+        with contextlib.suppress(OSError, sqlite3.Error):
+            seed(ledger, target, data)  # another work tree's index, when it shares most of data
     if os.path.exists(target):
         try:
             conn = db.open_wal(target)
