@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -402,11 +403,11 @@ def test_a_build_in_small_slices_equals_a_fresh_projection(records: list[dict], 
         store.SLICE = old
 
 
-def test_a_new_work_trees_index_is_seeded_from_a_siblings_and_equals_a_fresh_projection(
+def test_a_new_work_trees_or_clones_index_is_seeded_from_another_and_equals_a_fresh_projection(
     repo: Repo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``git worktree add``: the new work tree's first read copies the main tree's index and updates it past
-    the blocks both ledgers share, rather than building 800 records afresh; a sibling sharing nothing is not used."""
+    """``git worktree add`` or a clone: the first read copies another index of the same ledger and updates it
+    past the blocks both ledgers share, rather than building 800 records afresh; an index sharing nothing is not used."""
     monkeypatch.setenv("XDG_CACHE_HOME", repo.env["XDG_CACHE_HOME"])
     records = [rec(f"c{i}", f"premise number {i} " + "x" * 200, state="accepted") for i in range(1, 801)]
     repo.ledger.write_bytes(encode(records))
@@ -440,3 +441,8 @@ def test_a_new_work_trees_index_is_seeded_from_a_siblings_and_equals_a_fresh_pro
     db.discard(index.db_path(ledger))
     assert index.open_index(fourth / ".docket" / "ledger.jsonl").how == "rebuilt"
     check(fourth / ".docket" / "ledger.jsonl", records)
+
+    clone = repo.path.parent / "clone"
+    subprocess.run(["git", "clone", "-q", str(repo.path), str(clone)], check=True, env=repo.env)
+    assert index.open_index(clone / ".docket" / "ledger.jsonl").how == "updated"
+    check(clone / ".docket" / "ledger.jsonl", records)

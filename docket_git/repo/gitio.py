@@ -467,34 +467,6 @@ def common_dir(start: Path) -> Path | None:
     return dirs[1] if dirs is not None else None
 
 
-def work_trees(start: Path) -> tuple[Path, list[Path]] | None:
-    """(the work tree holding start, every other work tree of its repository), read from git's files.
-
-    The others: the main work tree (a non-bare common dir's parent) and each linked one
-    (``worktrees/NAME/gitdir`` names its ``.git`` file); those git lists but that are gone are left out.
-    """
-    for directory in (start.resolve(), *start.resolve().parents):
-        if (directory / ".git").exists():
-            break
-    else:
-        return None
-    dirs = _git_dirs(directory)
-    if dirs is None:
-        return None
-    common = dirs[1]
-    roots = [common.parent] if common.name == ".git" else []
-    try:
-        names = sorted(os.listdir(common / "worktrees"))
-    except OSError:
-        names = []
-    for name in names:
-        try:
-            roots.append(Path(_text(common / "worktrees" / name / "gitdir").strip()).parent)
-        except OSError:
-            continue
-    return directory, [root.resolve() for root in roots if root.is_dir() and root.resolve() != directory]
-
-
 def head_commit(start: Path) -> str | None:
     """The commit HEAD names, or None (no repository, no commits).
 

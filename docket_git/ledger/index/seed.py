@@ -1,16 +1,17 @@
-"""A new work tree's index seeded from a sibling's: copied, then updated past what the two ledgers share.
+"""A new clone's or work tree's index seeded from another's: copied, then updated past what the ledgers share.
 
-``git worktree add`` gives each agent its own work tree, and each work tree
-its own ledger file and index (the index is keyed by the ledger's path).
-Built afresh, a 100k-record index costs seconds of CPU; the same ledger's
-index in another work tree of the repository usually holds nearly all of
-it. So before a cold build, ``seed`` copies (SQLite's backup) the sibling
-index that shares a prefix with the new ledger's bytes, proven block by
-block against its checkpoints exactly as an index is proven after a branch
-switch, and the caller updates the copy past that prefix. The copy is
-rewritten to name this ledger and no file stat, so it can never prove
-itself current: only its checkpoints are trusted, and only as far as the
-bytes match. Nothing is shared between work trees after the copy.
+Each ledger file has its own index (keyed by the file's path), so each
+``git worktree add`` and each clone of a repository on this machine used to
+build its index afresh: seconds of CPU at 100k records. Another index in the
+cache usually holds nearly all of the new ledger already. So before a cold
+build, ``seed`` looks at the cache's other indexes, most recently used
+first, proves how far each shares the new ledger's bytes block by block
+against its checkpoints (as an index is proven after a branch switch; one
+of another ledger stops at its first 64 KB block), and copies the first
+worth updating (SQLite's backup); the caller updates the copy past the shared prefix. The
+copy is rewritten to name the new ledger and no file stat, so it can never
+prove itself current: its rows are kept only as far as its block digests
+match the new bytes. Nothing is shared after the copy.
 """
 
 from __future__ import annotations
@@ -22,25 +23,24 @@ from pathlib import Path
 
 from docket_git.ledger import db
 from docket_git.ledger.index.proof import _shared_prefix
-from docket_git.ledger.index.schema import SCHEMA_VERSION, _meta, db_path
+from docket_git.ledger.index.schema import SCHEMA_VERSION, _meta
 from docket_git.ledger.index.update import _afresh
-from docket_git.repo import gitio
+
+#: At most this many other indexes are looked at, most recently used first (each costs an open and one row).
+LOOK_AT = 64
 
 
 def seed(ledger: Path, target: Path, data: bytes) -> bool:
-    """Copy to target (missing; its lock held) a sibling work tree's index worth updating to data; True if copied."""
-    found = gitio.work_trees(ledger.parent)
-    if found is None:
-        return False
-    here, others = found
-    try:
-        relative = ledger.resolve().relative_to(here)
-    except ValueError:
-        return False
-    sources = [source for source in (db_path(root / relative) for root in others) if source.is_file()]
-    sources.sort(key=lambda source: source.stat().st_mtime_ns, reverse=True)  # the freshest first
-    for source in sources:
+    """Copy to target (missing; its lock held) another index worth updating to data; True when one was copied."""
+    others = []
+    for source in target.parent.glob("*.sqlite"):
+        with contextlib.suppress(OSError):
+            if source != target:
+                others.append((source.stat().st_mtime_ns, source))
+    others.sort(reverse=True)
+    for _, source in others[:LOOK_AT]:
         with contextlib.suppress(OSError, sqlite3.Error), contextlib.closing(_open(source)) as conn:
+            # another ledger's index costs one 64 KB digest: the comparison stops at the first block that differs
             if _meta(conn).get("schema_version") == SCHEMA_VERSION and not _afresh(_shared_prefix(conn, data), data):
                 _copy(conn, target, ledger)
                 return True
