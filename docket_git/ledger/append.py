@@ -31,7 +31,7 @@ def append(ledger: Path, drafts: list[dict], *, dry_run: bool = False) -> list[d
         assert lock_fd is not None
         follower = stack.enter_context(index.follower(ledger))
         fd = None if store.journaled(lock_fd) else _open(ledger, stack)
-        vouched = follower.tail(fd) if fd is not None else None
+        vouched = follower.tail(fd, build=not dry_run) if fd is not None else None
         records: list[dict] | None = None
         if vouched is not None:
             known, base, data = vouched
