@@ -501,7 +501,8 @@ def _written_back(raw: bytes) -> object:
     Such a value is json's value of raw too, and raw holds no field twice: writing it back would drop the
     second. What orjson refuses (NaN, Infinity, a lone surrogate, bytes that are not UTF-8) or reads
     differently from json (an integer past 64 bits becomes a float; a float read inexactly) never
-    writes back as the same bytes. Docket writes every line this way (``canonical.dumps``).
+    writes back as the same bytes. Docket's own lines (``canonical.dumps``) write back: orjson escapes
+    every character as ``json.dumps(ensure_ascii=False)`` does; only some floats (``1e-07``) differ.
     """
     import orjson  # here, not at the top: every command imports this module, few read many lines
 
