@@ -173,3 +173,18 @@ def test_an_append_never_waits_for_ever_on_a_build_that_waits_for_the_ledger(rep
     assert repo.ledger.read_bytes().startswith(before)
     assert [r["id"] for r in repo.records()] == ["c1", "c2"]
     repo.ok("check")
+
+
+def test_a_dry_run_with_no_index_builds_none_and_a_write_leaves_it_current(repo: Repo) -> None:
+    """With no index file, an append that writes builds the index before the write (``Follower.tail``'s
+    ``build``: the store need not validate every line as well) and the index follows the write; a dry run,
+    which writes nothing, validates the ledger itself and leaves no index behind."""
+    repo.ok("claim", "first")
+    cache = Path(repo.env["XDG_CACHE_HOME"])
+    shutil.rmtree(cache, ignore_errors=True)
+    repo.ok("claim", "only checked", "--dry-run")
+    assert not list(cache.glob("docket-git/index/*.sqlite")), "a dry run leaves no index"
+    repo.ok("claim", "second")
+    assert len(list(cache.glob("docket-git/index/*.sqlite"))) == 1
+    assert [r["id"] for r in repo.records()] == ["c1", "c2"]
+    repo.ok("check")

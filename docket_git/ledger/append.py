@@ -6,8 +6,9 @@ ledger's records, then written after its last line at once, flushed and
 fsynced; on any failure the ledger is left byte-identical. The index
 (``index.follower``) vouches for what it already holds, so the store need not
 read or validate that again (with the whole file vouched for, only its tail is
-read and written, d109), and takes in the new lines after the write. Without
-an index the write, its output and its refusals are the same byte for byte
+read and written, d109), and takes in the new lines after the write; with no
+index file yet, an append that writes has it built first (d225). Without an
+index the write, its output and its refusals are the same byte for byte
 (tests/test_append_store.py).
 """
 
@@ -31,7 +32,7 @@ def append(ledger: Path, drafts: list[dict], *, dry_run: bool = False) -> list[d
         assert lock_fd is not None
         follower = stack.enter_context(index.follower(ledger))
         fd = None if store.journaled(lock_fd) else _open(ledger, stack)
-        vouched = follower.tail(fd) if fd is not None else None
+        vouched = follower.tail(fd, build=not dry_run) if fd is not None else None
         records: list[dict] | None = None
         if vouched is not None:
             known, base, data = vouched

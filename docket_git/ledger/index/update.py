@@ -177,11 +177,18 @@ class Follower:
         self.tail_held: tuple[int, int, int] | None = None
         self.prefix_held: tuple[int, int, int] | None = None
 
-    def _open(self) -> sqlite3.Connection | None:
-        """The index's connection, under its lock; None when there is no usable index file (or no lock)."""
-        if self.conn is None and not self.held and self.target.exists():
+    def _open(self, fd: int | None = None) -> sqlite3.Connection | None:
+        """The index's connection, under its lock; None when there is no usable index file (or no lock).
+
+        ``fd``: the ledger, open for writing: with no index file yet it is built from that first
+        (``_build_first``), so the store need not validate every line before the write and the index
+        again after it.
+        """
+        if self.conn is None and not self.held and (fd is not None or self.target.exists()):
             try:
                 if not self._lock():
+                    return None
+                if fd is not None and not self.target.exists() and not _build_first(self.ledger, self.target, fd):
                     return None
                 conn = db.open_wal(self.target)
                 if _usable(conn) and _count(conn):
@@ -220,12 +227,13 @@ class Follower:
             self.conn.close()
             self.conn = None
 
-    def tail(self, fd: int) -> tuple[Known, int, bytes] | None:
+    def tail(self, fd: int, *, build: bool = False) -> tuple[Known, int, bytes] | None:
         """(the validation index, base, the ledger's bytes from base on) when the index holds every byte of fd.
 
         ``fd``: the ledger, open for writing; only its tail is read (``_tail_proof``). None: it proves nothing.
+        ``build``: with no index file yet, build it first (an append that will write: the index follows it).
         """
-        conn = self._open()
+        conn = self._open(fd if build else None)
         if conn is None:
             return None
         try:
@@ -295,6 +303,24 @@ class Follower:
             self.forget()
             if self._lock():
                 _update_persistent(self.ledger, self.target, whole, stat).close()
+
+
+def _build_first(ledger: Path, target: Path, fd: int) -> bool:
+    """Under the index's lock, with no index file: build it from the open ledger; False when it was not built.
+
+    Not built when the ledger's last line lacks its newline (the store reports a torn line once, as it
+    cuts it off) or does not validate: then the store validates the ledger itself and refuses as it does
+    without an index.
+    """
+    st = os.fstat(fd)
+    if not st.st_size or os.pread(fd, 1, st.st_size - 1) != b"\n":
+        return False
+    data = store.read_from(fd, 0, st.st_size)
+    try:
+        _update_persistent(ledger, target, data, (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)).close()
+    except LedgerError:
+        return False
+    return True
 
 
 #: Seconds an append waits for the index's lock before it writes without the index (``Follower._lock``).
