@@ -7,7 +7,7 @@ fsynced; on any failure the ledger is left byte-identical. The index
 (``index.follower``) vouches for what it already holds, so the store need not
 read or validate that again (with the whole file vouched for, only its tail is
 read and written, d109), and takes in the new lines after the write; with no
-index file yet, an append that writes has it built first (d225). Without an
+index file yet, an append that writes has it built first (d228). Without an
 index the write, its output and its refusals are the same byte for byte
 (tests/test_append_store.py).
 """

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from docket_git.errors import LedgerError, NoLedger, notice
 from docket_git.ledger import canonical, jsonl
-from docket_git.ledger.validate import BULK, Index, Invalid, check_line, parse_line
+from docket_git.ledger.validate import Index, Invalid, check_line, parse_line
 from docket_git.repo import files, gitio
 
 LEDGER_DIR = ".docket"
@@ -359,7 +359,6 @@ def validated(
     total = len(data)
     size = size or SLICE
     torn = not data.endswith(b"\n")
-    bulk = total - start >= BULK
     pos = valid_end = start
     number = line_no
     while pos < total:
@@ -380,7 +379,7 @@ def validated(
                 valid_end = end
                 continue
             try:
-                record = parse_line(raw, bulk=bulk)
+                record = parse_line(raw)
             except ValueError as exc:
                 if end == total and torn:  # the last line of the last slice: the loops end here
                     snap.torn_line = number

@@ -453,24 +453,17 @@ def _refuse_duplicates(pairs: list[tuple[str, object]]) -> dict:
     return seen
 
 
-def parse_line(raw: bytes, *, bulk: bool = False) -> object:
+def parse_line(raw: bytes) -> object:
     """Decode one ledger line, raising ``ValueError`` with a readable reason.
 
     Refuses what JSON allows but a record cannot be: nesting past
     ``MAX_DEPTH`` and a field given twice (which JSON readers settle
     differently: last wins here, first elsewhere).
-
-    ``bulk``: one of many lines (``BULK`` bytes or more): a line orjson reads and writes back byte for
-    byte is taken as orjson read it (``_written_back``), in half the time; any other is read as here.
     """
     if raw.startswith(CONFLICT_MARKERS):
         raise ValueError(CONFLICT_MESSAGE)
     if raw.endswith(b"\r"):
         raise ValueError(CRLF_MESSAGE)
-    if bulk:
-        value = _written_back(raw)
-        if value is not None:
-            return value
     try:
         text = raw.decode("utf-8")
         value = json.loads(text)
@@ -489,32 +482,6 @@ def parse_line(raw: bytes, *, bulk: bool = False) -> object:
     return value
 
 
-#: Bytes of lines past which a reader passes ``bulk`` to ``parse_line``: importing orjson costs about 14 ms
-#: of CPU (it imports dataclasses, inspect, uuid and datetime), what it saves on some 3,000 lines (1.5 MB).
-BULK = 4 << 20
-
-
-def _written_back(raw: bytes) -> object:
-    """orjson's value of raw when orjson writes that value back as raw, byte for byte, and raw holds at
-    most ``MAX_DEPTH`` brackets; None otherwise (then ``parse_line`` reads it with json).
-
-    Such a value is json's value of raw too, and raw holds no field twice: writing it back would drop the
-    second. What orjson refuses (NaN, Infinity, a lone surrogate, bytes that are not UTF-8) or reads
-    differently from json (an integer past 64 bits becomes a float; a float read inexactly) never
-    writes back as the same bytes. Docket's own lines (``canonical.dumps``) write back: orjson escapes
-    every character as ``json.dumps(ensure_ascii=False)`` does; only some floats (``1e-07``) differ.
-    """
-    import orjson  # here, not at the top: every command imports this module, few read many lines
-
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH or orjson.dumps(value) != raw:
-        return None
-    return value
-
-
 def check_all(lines: list[tuple[int, bytes]]) -> tuple[list[Fault], int]:
     """Every fault in the given (line number, bytes) lines; and the record count.
 
@@ -522,10 +489,9 @@ def check_all(lines: list[tuple[int, bytes]]) -> tuple[list[Fault], int]:
     """
     faults: list[Fault] = []
     index = Index()
-    bulk = sum(len(raw) for _, raw in lines) >= BULK
     for number, raw in lines:
         try:
-            record = parse_line(raw, bulk=bulk)
+            record = parse_line(raw)
         except ValueError as exc:
             faults.append(Fault(number, str(exc)))
             continue
