@@ -131,6 +131,21 @@ def discard(db_path: Path) -> None:
             Path(str(db_path) + suffix).unlink()
 
 
+def install(tmp: Path, target: Path) -> None:
+    """Put the database built or copied at tmp in place at target: on disk first, then renamed over target.
+
+    Written without syncs, it is fsynced before the rename, so a power loss leaves the old database or the
+    whole new one, never a torn one proving itself current; target's side files (an old WAL) go first.
+    """
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    discard(target)
+    os.replace(tmp, target)
+
+
 def open_wal(db_path: Path, timeout: float = 10) -> sqlite3.Connection:
     """A read-write connection in WAL mode (readers never wait for a writer); raises OSError/sqlite3.Error."""
     db_path.parent.mkdir(parents=True, exist_ok=True)

@@ -48,15 +48,7 @@ def _build_file(ledger: Path, target: Path, data: bytes, stat: tuple) -> None:
         db.discard(tmp)
         raise
     conn.close()
-    # Built without a journal or syncs: on disk before it is renamed into place, so a power
-    # loss can leave the old index or the whole new one, never a torn one proving itself current.
-    fd = os.open(tmp, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    db.discard(target)
-    os.replace(tmp, target)
+    db.install(tmp, target)  # built without a journal or syncs: fsynced before the rename
 
 
 def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple) -> None:

@@ -68,9 +68,4 @@ def _copy(conn: sqlite3.Connection, target: Path, ledger: Path) -> None:
         db.discard(tmp)
         raise
     copy.close()
-    fd = os.open(tmp, os.O_RDONLY)  # on disk before the rename, as a build is: a power loss leaves no torn copy
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, target)
+    db.install(tmp, target)
