@@ -34,14 +34,23 @@ AUTHORS = ["claude", "codex", "gemini", "alice", "bob"]
 BRANCHES = ["main", "main", "main", "feature/search", "fix/billing"]
 
 
-def source_files() -> list[str]:
+#: Files in the synthetic source tree by default: 10 areas of 10 modules (about 150 distinct scope strings).
+FILES = 100
+
+
+def modules(files: int = FILES) -> list[str]:
+    """The module names of each area in a tree of about ``files`` files (MODULES, then mod10, mod11, ...)."""
+    return MODULES + [f"mod{i}" for i in range(len(MODULES), files // len(AREAS))]
+
+
+def source_files(files: int = FILES) -> list[str]:
     """The synthetic source tree that scopes point into (and the bench repositories contain)."""
-    return [f"src/{a}/{m}.py" for a in AREAS for m in MODULES]
+    return [f"src/{a}/{m}.py" for a in AREAS for m in modules(files)]
 
 
-def _scope(rng: random.Random) -> list[str]:
+def _scope(rng: random.Random, mods: list[str]) -> list[str]:
     roll = rng.random()
-    area, module = rng.choice(AREAS), rng.choice(MODULES)
+    area, module = rng.choice(AREAS), rng.choice(mods)
     if roll < 0.40:
         return [f"src/{area}/{module}.py"]
     if roll < 0.62:
@@ -75,8 +84,12 @@ def _pick(rng: random.Random, pool: list[str], count: int) -> list[str]:
     return list(out)
 
 
-def generate(n: int, seed: int = 7) -> list[dict]:
-    """n valid schema-2 records, the same for the same (n, seed)."""
+def generate(n: int, seed: int = 7, files: int = FILES) -> list[dict]:
+    """n valid schema-2 records, the same for the same (n, seed, files).
+
+    ``files``: the source tree's size; a larger tree spreads the same scope shapes over more distinct
+    scope strings (a structure kept per scope string shows its cost only there)."""
+    mods = modules(files)
     rng = random.Random(seed * 1_000_003 + n)
     records: list[dict] = []
     by_kind: dict[str, list[str]] = {"claim": [], "decision": [], "question": []}
@@ -105,7 +118,7 @@ def generate(n: int, seed: int = 7) -> list[dict]:
         r["author"] = rng.choice(AUTHORS)
         r["session"] = f"s{i // 25}"
         r["branch"] = rng.choice(BRANCHES)
-        r["scope"] = _scope(rng)
+        r["scope"] = _scope(rng, mods)
         r["rationale"] = _sentence(rng, 6, 18) if rng.random() < 0.5 else ""
         questions = by_kind["question"]
         r["supports"] = []
@@ -139,9 +152,9 @@ def ledger_bytes(records: list[dict]) -> bytes:
     return b"".join(canonical.line(r) for r in records)
 
 
-def write(n: int, path: Path, seed: int = 7) -> Path:
+def write(n: int, path: Path, seed: int = 7, files: int = FILES) -> Path:
     """Generate, validate with the core's validator, and write a ledger of n records."""
-    data = ledger_bytes(generate(n, seed))
+    data = ledger_bytes(generate(n, seed, files))
     snap = store.parse(path, data)  # raises LedgerError on any fault
     assert len(snap.records) == n
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -154,8 +167,9 @@ def main() -> None:
     parser.add_argument("n", type=int, help="number of records")
     parser.add_argument("-o", "--out", type=Path, required=True, help="ledger file to write")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--files", type=int, default=FILES, help=f"source files scopes point into (default {FILES})")
     args = parser.parse_args()
-    path = write(args.n, args.out, args.seed)
+    path = write(args.n, args.out, args.seed, args.files)
     print(f"{path}: {args.n} records, {path.stat().st_size} bytes")
 
 

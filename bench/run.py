@@ -25,6 +25,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -205,9 +206,13 @@ def base_env() -> dict[str, str]:
     return env
 
 
+#: Files in the source tree scopes point into (``--files``): gen.FILES unless a run asks for a wider tree.
+FILES = gen.FILES
+
+
 def repository(n: int, seed: int) -> Path:
-    """The size-n benchmark repository, built once per (n, seed) and reused."""
-    repo = OUT / f"repo-{n}-s{seed}"
+    """The size-n benchmark repository, built once per (n, seed, FILES) and reused."""
+    repo = OUT / (f"repo-{n}-s{seed}" + (f"-f{FILES}" if FILES != gen.FILES else ""))
     marker = repo / ".git" / "bench-ready"
     if marker.exists():
         return repo
@@ -216,11 +221,15 @@ def repository(n: int, seed: int) -> Path:
     env = base_env()
     repo.mkdir(parents=True)
     git(repo, "init", "-q", "-b", "main", env=env)
-    for path in gen.source_files():
+    for path in gen.source_files(FILES):
         target = repo / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(f"# {path}\n")
-    gen.write(n, repo / ".docket" / "ledger.jsonl", seed)
+    # In a process of its own: this one stays small, and a child's peak memory (``run_once``) starts from
+    # this process's, since the kernel carries the high-water mark across fork and exec.
+    ledger = repo / ".docket" / "ledger.jsonl"
+    generate = [sys.executable, str(HERE / "gen.py"), str(n), "-o", str(ledger), "--seed", str(seed)]
+    subprocess.run([*generate, "--files", str(FILES)], check=True, stdout=subprocess.DEVNULL)
     (repo / ".docket" / ".gitignore").write_text("*.lock\n")
     git(repo, "add", "-A", env=env)
     git(repo, "commit", "-q", "-m", "sources and ledger", env=env)
@@ -239,7 +248,7 @@ def workdir(name: str, case: Case, n: int, seed: int) -> Path:
     repo = repository(n, seed)
     if case.prepare is None:
         return repo
-    copy = OUT / f"{name}-{n}-s{seed}"
+    copy = OUT / (f"{name}-{n}-s{seed}" + (f"-f{FILES}" if FILES != gen.FILES else ""))
     if copy.exists():
         shutil.rmtree(copy)
     shutil.copytree(repo, copy, symlinks=True)
@@ -247,18 +256,40 @@ def workdir(name: str, case: Case, n: int, seed: int) -> Path:
     return copy
 
 
+def end_lines(path: Path) -> tuple[bytes, bytes]:
+    """The first and last lines of a file, read without holding the rest (see ``repository``)."""
+    with path.open("rb") as f:
+        first = f.readline()
+        f.seek(max(0, path.stat().st_size - (1 << 16)))
+        return first, f.read().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+
+
 RUNS = iter(range(10**9))
 
 
-def run_once(cmd: list[str], cwd: Path, env: dict[str, str], stdin: str | None = None) -> tuple[float, int]:
-    """Seconds for one whole process, and the characters it printed."""
+def run_once(cmd: list[str], cwd: Path, env: dict[str, str], stdin: str | None = None) -> tuple[float, int, int]:
+    """Seconds for one whole process, the characters it printed, and its peak memory (MB, RSS: at least this
+    process's own, which the kernel carries into the child across fork and exec, about 15 MB).
+
+    The process is reaped with ``os.wait4``, which gives its own resource usage; its output goes to
+    temporary files so nothing waits on a pipe before that.
+    """
     data = stdin.replace("{cwd}", str(cwd)).replace("{run}", str(next(RUNS))).encode() if stdin else None
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, env=env, input=data, capture_output=True)
-    elapsed = time.perf_counter() - start
-    if proc.returncode != 0:
-        sys.exit(f"bench: {' '.join(cmd[1:])} exited {proc.returncode}: {proc.stderr.decode()[:500]}")
-    return elapsed, len(proc.stdout.decode())
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        feed = subprocess.PIPE if data is not None else subprocess.DEVNULL
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=feed, stdout=out, stderr=err)
+        if proc.stdin is not None:
+            proc.stdin.write(data or b"")  # a hook's JSON: far less than a pipe holds
+            proc.stdin.close()
+        _, status, usage = os.wait4(proc.pid, 0)
+        elapsed = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode != 0:
+            sys.exit(f"bench: {' '.join(cmd[1:])} exited {proc.returncode}: {err.read().decode()[:500]}")
+        return elapsed, len(out.read().decode()), usage.ru_maxrss >> 10
 
 
 def landed(cache: Path) -> None:
@@ -280,17 +311,17 @@ def landed(cache: Path) -> None:
 def measure(name: str, case: Case, n: int, *, runs: int, seed: int) -> dict:
     """Median cold and warm seconds for one case at one size."""
     cwd = workdir(name, case, n, seed)
-    cache = OUT / "cache" / f"{name}-{n}"
+    cache = OUT / "cache" / (f"{name}-{n}" + (f"-f{FILES}" if FILES != gen.FILES else ""))
     env = base_env()
     env["XDG_CACHE_HOME"] = str(cache)
     state = OUT / "state" / f"{name}-{n}"
     shutil.rmtree(state, ignore_errors=True)  # session memory from an earlier bench run would change the case
     env["XDG_STATE_HOME"] = str(state)
-    ledger = (cwd / ".docket" / "ledger.jsonl").read_bytes().splitlines()
-    first, last = json.loads(ledger[0])["id"], json.loads(ledger[-1])["id"]
+    first, last = (json.loads(line)["id"] for line in end_lines(cwd / ".docket" / "ledger.jsonl"))
     cmd = [docket_command(), *(arg.replace("{first}", first).replace("{last}", last) for arg in case.args)]
     before = [docket_command(), *case.before] if case.before else None
     cold: list[float] = []
+    cold_peak = warm_peak = 0
 
     def prepare_run() -> None:
         if case.git_before:
@@ -301,14 +332,17 @@ def measure(name: str, case: Case, n: int, *, runs: int, seed: int) -> dict:
     for _ in range(runs):
         shutil.rmtree(cache, ignore_errors=True)
         prepare_run()
-        seconds, chars = run_once(cmd, cwd, env, case.stdin)
+        seconds, chars, peak = run_once(cmd, cwd, env, case.stdin)
         cold.append(seconds)
+        cold_peak = max(cold_peak, peak)
         landed(cache)
     run_once(cmd, cwd, env, case.stdin)  # fill the cache
     warm = []
     for _ in range(runs):
         prepare_run()
-        warm.append(run_once(cmd, cwd, env, case.stdin)[0])
+        seconds, _, peak = run_once(cmd, cwd, env, case.stdin)
+        warm.append(seconds)
+        warm_peak = max(warm_peak, peak)
     return {
         "case": name,
         "records": n,
@@ -316,18 +350,21 @@ def measure(name: str, case: Case, n: int, *, runs: int, seed: int) -> dict:
         "warm": statistics.median(warm),
         "warm_min": min(warm),
         "chars": chars,
+        "cold_peak_mb": cold_peak,
+        "warm_peak_mb": warm_peak,
     }
 
 
 def table(rows: list[dict]) -> str:
     """A Markdown table of results."""
     out = [
-        "| case | records | cold median (s) | warm median (s) | warm best (s) | output chars |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| case | records | cold median (s) | warm median (s) | warm best (s) | output chars | peak MB cold / warm |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         out.append(
             f"| {r['case']} | {r['records']:,} | {r['cold']:.3f} | {r['warm']:.3f} | {r['warm_min']:.3f} | {r['chars']:,} |"
+            f" {r['cold_peak_mb']} / {r['warm_peak_mb']} |"
         )
     return "\n".join(out)
 
@@ -340,10 +377,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
     parser.add_argument("--docket", help="the docket executable to time (default: the one beside this Python)")
+    parser.add_argument(
+        "--files", type=int, default=gen.FILES, help=f"source files scopes point into (default {gen.FILES})"
+    )
     parser.add_argument("--json", type=Path, default=OUT / "results.json", help="where to write the rows as JSON")
     args = parser.parse_args()
-    global DOCKET
-    DOCKET = args.docket
+    global DOCKET, FILES
+    DOCKET, FILES = args.docket, args.files
     if args.list:
         for name, case in CASES.items():
             print(f"{name:16} docket {' '.join(case.args):40} {case.note}")
