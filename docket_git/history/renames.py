@@ -125,16 +125,13 @@ def renamed_scopes(root: Path, scopes: Iterable[str]) -> dict[str, str]:
     """Scope as recorded -> the path it names now, for path scopes that no longer exist but were renamed.
 
     ``root`` is the directory holding ``.docket/``; scopes are relative to it.
-    Globs and component names are left alone.
+    Globs and component names are left alone. Only scopes that HEAD's renames
+    moved (a file renamed, or a directory a file left) are looked for in the
+    work tree: a ledger scoped to 20,000 files costs set lookups, not 20,000
+    ``lstat`` calls (0.33 s at every session start). So HEAD's renames are
+    read (from git once per HEAD, then from the history database) even when
+    every scope still exists.
     """
-    missing = []
-    for scope in scopes:
-        if "/" not in scope or any(c in scope for c in "*?[") or scope.startswith("/") or ".." in scope.split("/"):
-            continue
-        if not os.path.lexists(root / scope.rstrip("/")):
-            missing.append(scope)
-    if not missing:
-        return {}
     work = gitio.work_tree_of(root)
     if work is None:
         return {}
@@ -147,13 +144,24 @@ def renamed_scopes(root: Path, scopes: Iterable[str]) -> dict[str, str]:
     if not pairs:
         return {}
     renames = chain(pairs)
+    moved = set(renames)  # the files, and every directory a file was moved out of
+    for old, _ in pairs:
+        cut = old.rfind("/")
+        while cut > 0:
+            moved.add(old[: cut + 1])
+            cut = old.rfind("/", 0, cut)
+    here = str(root)
     found: dict[str, str] = {}
-    for scope in missing:
+    for scope in scopes:
         path = prefix + scope
+        if path not in moved or "/" not in scope or any(c in scope for c in "*?["):
+            continue  # not moved (git's paths are never absolute nor hold ".."), a component name, a glob
+        if os.path.lexists(os.path.join(here, scope.rstrip("/"))):
+            continue  # still there: not renamed
         target = _directory_target(path, pairs) if scope.endswith("/") else renames.get(path)
         if target is None or not target.startswith(prefix):
             continue
         relative = target[len(prefix) :]
-        if os.path.lexists(root / relative.rstrip("/")):
+        if os.path.lexists(os.path.join(here, relative.rstrip("/"))):
             found[scope] = relative
     return found
