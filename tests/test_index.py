@@ -446,3 +446,19 @@ def test_a_new_work_trees_or_clones_index_is_seeded_from_another_and_equals_a_fr
     subprocess.run(["git", "clone", "-q", str(repo.path), str(clone)], check=True, env=repo.env)
     assert index.open_index(clone / ".docket" / "ledger.jsonl").how == "updated"
     check(clone / ".docket" / "ledger.jsonl", records)
+
+
+def test_scope_strings_are_every_distinct_string_in_order_past_the_probes(tmp_path: Path, monkeypatch) -> None:
+    """``scope_strings`` probes the scope index string by string up to PROBES, then scans: the same list."""
+    from docket_git.ledger.index import reads
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = tmp_path / "repo" / ".docket" / "ledger.jsonl"
+    path.parent.mkdir(parents=True)
+    count = reads.PROBES * 2 + 7
+    records = [rec(f"c{i}", f"premise {i}", scope=[f"src/m{i % count}.py", "src/"]) for i in range(1, 2 * count)]
+    path.write_bytes(encode(records))
+    with index.opened(path) as ix:
+        strings = reads.scope_strings(ix.conn)
+    assert strings == sorted({s for r in records for s in r["scope"]})
+    assert len(strings) == count + 1
