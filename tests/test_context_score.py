@@ -222,3 +222,31 @@ def test_scope_strength_prefilter_keeps_fnmatch_semantics() -> None:
             elif prefix is not None and path.startswith(prefix):
                 expected = max(expected, 1)
         assert strength(files, pattern, weights) == expected, pattern
+
+
+_PIECES = st.sampled_from(["src", "a", "B", "b", "x.py", "*", "**", "?", "[ab]", "]", ".", "..", "", "\\"])
+_PATHS = st.lists(_PIECES, min_size=1, max_size=4).map("/".join)
+
+
+@profile(60, 2000)
+@given(
+    st.lists(st.one_of(_PATHS, _PATHS.map(lambda p: p + "/"), _PATHS.map(lambda p: "./" + p)), max_size=12),
+    st.lists(_PATHS, min_size=1, max_size=4),
+    st.dictionaries(_PATHS, _PATHS, max_size=3),
+)
+def test_matched_scopes_pass_over_only_strings_strength_would_not_match(
+    scopes: list[str], files: list[str], renames: dict[str, str]
+) -> None:
+    """``matched_scopes`` calls ``strength`` only for globs and for a task file or a directory above one; what
+    it passes over, ``strength`` would have scored 0: the result is strength's over every string."""
+    norm_files = list(dict.fromkeys(scope.normalize(f) for f in files if f))
+    expected: dict[str, tuple[int, bool]] = {}
+    for raw in scopes:
+        value = scope.strength(norm_files, scope.normalize(raw), W) if norm_files else 0
+        if value:
+            expected[raw] = (value, False)
+        elif raw in renames and norm_files:
+            value = scope.strength(norm_files, scope.normalize(renames[raw]), W)
+            if value:
+                expected[raw] = (value, True)
+    assert scope.matched_scopes(scopes, files, W, renames) == expected
