@@ -131,12 +131,22 @@ def discard(db_path: Path) -> None:
             Path(str(db_path) + suffix).unlink()
 
 
-def install(tmp: Path, target: Path) -> None:
-    """Put the database built or copied at tmp in place at target: on disk first, then renamed over target.
+@contextlib.contextmanager
+def replacing(tmp: Path, target: Path) -> Iterator[sqlite3.Connection]:
+    """A connection to a new database at tmp, put in place at target once the block ends without error.
 
     Written without syncs, it is fsynced before the rename, so a power loss leaves the old database or the
-    whole new one, never a torn one proving itself current; target's side files (an old WAL) go first.
+    whole new one, never a torn one proving itself current; target's side files (an old WAL) go first. On
+    any error tmp is discarded and target is left as it was.
     """
+    conn = sqlite3.connect(tmp, isolation_level=None)
+    try:
+        yield conn
+    except BaseException:
+        conn.close()
+        discard(tmp)
+        raise
+    conn.close()
     fd = os.open(tmp, os.O_RDONLY)
     try:
         os.fsync(fd)

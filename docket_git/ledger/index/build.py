@@ -33,8 +33,7 @@ def _build_file(ledger: Path, target: Path, data: bytes, stat: tuple) -> None:
     for stale in target.parent.glob(f".{target.name}.*.tmp"):
         db.discard(stale)  # a build killed midway (builds run under the index lock: none is running now)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    conn = sqlite3.connect(tmp, isolation_level=None)
-    try:
+    with db.replacing(tmp, target) as conn:  # built without a journal or syncs: fsynced before the rename
         conn.execute("PRAGMA journal_mode=OFF")
         conn.execute("PRAGMA synchronous=OFF")
         conn.executescript(TABLES)
@@ -43,12 +42,6 @@ def _build_file(ledger: Path, target: Path, data: bytes, stat: tuple) -> None:
             _fill(conn, ledger, data, stat)
         conn.execute("COMMIT")
         conn.execute("PRAGMA journal_mode=WAL")
-    except BaseException:
-        conn.close()
-        db.discard(tmp)
-        raise
-    conn.close()
-    db.install(tmp, target)  # built without a journal or syncs: fsynced before the rename
 
 
 def _fill(conn: sqlite3.Connection, ledger: Path, data: bytes, stat: tuple) -> None:

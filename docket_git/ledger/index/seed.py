@@ -54,8 +54,7 @@ def _open(source: Path) -> sqlite3.Connection:
 def _copy(conn: sqlite3.Connection, target: Path, ledger: Path) -> None:
     """conn's database, as of now, renamed into place at target, naming ledger and proving no stat."""
     tmp = target.with_name(f".{target.name}.{os.getpid()}.seed.tmp")
-    copy = sqlite3.connect(tmp, isolation_level=None)
-    try:
+    with db.replacing(tmp, target) as copy:
         conn.backup(copy)
         copy.execute("PRAGMA journal_mode=WAL")
         copy.executemany(
@@ -63,9 +62,3 @@ def _copy(conn: sqlite3.Connection, target: Path, ledger: Path) -> None:
             [(str(ledger.resolve()), "ledger"), (0, "size"), (0, "mtime_ns"), (0, "ctime_ns"), (0, "inode")],
         )
         copy.execute("DELETE FROM meta WHERE key IN ('revision', 'records_end')")
-    except BaseException:
-        copy.close()
-        db.discard(tmp)
-        raise
-    copy.close()
-    db.install(tmp, target)
