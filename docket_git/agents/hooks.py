@@ -161,20 +161,14 @@ CONTEXT_AGENTS = ("claude", "codex")
 _GOVERNING_WEIGHTS = {"scope_exact": 1, "scope_prefix": 1, "scope_glob": 0}
 
 
-def scope_covers(scope: str, path: str) -> bool:
-    """True when a record scope governs a repository-relative file: exact path or directory."""
-    from docket_git.context.scope import normalize, strength
-
-    return strength([normalize(path)], normalize(scope), _GOVERNING_WEIGHTS) > 0
-
-
 def governing(outline: Outline, rel_path: str) -> list[str]:
-    """Current decisions whose scope covers rel_path, newest first."""
+    """Current decisions whose scope covers rel_path (its exact path or a directory above it), newest first."""
+    from docket_git.context.scope import matched_scopes
+
     scopes = outline.scopes
     hits = {
         rid
-        for scope in scopes
-        if scope_covers(scope, rel_path)
+        for scope in matched_scopes(scopes, [rel_path], _GOVERNING_WEIGHTS)
         for rid in scopes[scope]
         if rid[0] == "d"  # an ID's prefix is its kind: no record needs decoding to know it
     }
@@ -192,16 +186,16 @@ def _governing_context(payload: dict, path: str, cwd: Path) -> str | None:
         rel = (cwd / path).resolve().relative_to(root.resolve()).as_posix()
     except (ValueError, OSError):
         return None
+    from docket_git.ledger import index
     from docket_git.repo import files
 
-    try:
-        raw = files.read_bytes(ledger, root, files.LEDGER_CAP)
-    except (OSError, store.LedgerError):
-        return None
-    # Cheap prefilter: no scope mentions the file's first directory or name.
-    first = rel.split("/", 1)[0]
-    if first.encode() not in raw:
-        return None
+    if not index.db_path(ledger).exists():  # a fresh clone's ledger is read in memory: first, a cheap look
+        try:
+            raw = files.read_bytes(ledger, root, files.LEDGER_CAP)
+        except (OSError, store.LedgerError):
+            return None
+        if rel.split("/", 1)[0].encode() not in raw:
+            return None  # no scope mentions the file's first directory or name
     from docket_git.agents import state as hookstate
 
     session = session_of(payload)
