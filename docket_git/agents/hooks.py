@@ -196,6 +196,7 @@ def _governing_context(payload: dict, path: str, cwd: Path) -> str | None:
             return None
         if rel.split("/", 1)[0].encode() not in raw:
             return None  # no scope mentions the file's first directory or name
+        del raw  # a build may follow: its peak memory need not hold the ledger twice
     from docket_git.agents import state as hookstate
 
     session = session_of(payload)
