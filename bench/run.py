@@ -268,28 +268,55 @@ RUNS = iter(range(10**9))
 
 
 def run_once(cmd: list[str], cwd: Path, env: dict[str, str], stdin: str | None = None) -> tuple[float, int, int]:
-    """Seconds for one whole process, the characters it printed, and its peak memory (MB, RSS: at least this
-    process's own, which the kernel carries into the child across fork and exec, about 15 MB).
+    """Seconds for one whole process, the characters it printed, and its peak memory (MB, RSS).
 
-    The process is reaped with ``os.wait4``, which gives its own resource usage; its output goes to
-    temporary files so nothing waits on a pipe before that.
+    The kernel carries a process's high-water mark into the children it starts, so after this process
+    has held a large output or a case's prepared ledger, every later child would seem at least as large.
+    The command is therefore started by a worker forked from a small forkserver (``_spawner``) that
+    never holds either; it reaps the command with ``os.wait4`` for the command's own usage.
     """
     data = stdin.replace("{cwd}", str(cwd)).replace("{run}", str(next(RUNS))).encode() if stdin else None
+    code, text, elapsed, chars, peak = _spawner().apply(_spawn, (cmd, str(cwd), env, data))
+    if code != 0:
+        sys.exit(f"bench: {' '.join(cmd[1:])} exited {code}: {text}")
+    return elapsed, chars, peak
+
+
+_POOL = None
+
+
+def _spawner():  # type: ignore[no-untyped-def]
+    """One worker process at a time, each forked from a forkserver started as a fresh, small interpreter."""
+    global _POOL
+    if _POOL is None:
+        import multiprocessing
+
+        _POOL = multiprocessing.get_context("forkserver").Pool(1, maxtasksperchild=1)
+    return _POOL
+
+
+def _spawn(cmd: list[str], cwd: str, env: dict[str, str], data: bytes | None) -> tuple[int, str, float, int, int]:
+    """(exit code, stderr's start, seconds, characters printed, peak MB) of one run, in a worker."""
+    import codecs
+
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        feed = subprocess.PIPE if data is not None else subprocess.DEVNULL
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=feed, stdout=out, stderr=err)
+        proc = subprocess.Popen(
+            cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL if data is None else subprocess.PIPE, stdout=out, stderr=err
+        )
         if proc.stdin is not None:
             proc.stdin.write(data or b"")  # a hook's JSON: far less than a pipe holds
             proc.stdin.close()
         _, status, usage = os.wait4(proc.pid, 0)
         elapsed = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        if proc.returncode != 0:
-            sys.exit(f"bench: {' '.join(cmd[1:])} exited {proc.returncode}: {err.read().decode()[:500]}")
-        return elapsed, len(out.read().decode()), usage.ru_maxrss >> 10
+        decoder, chars = codecs.getincrementaldecoder("utf-8")(), 0
+        while chunk := out.read(1 << 20):  # counted a megabyte at a time: the worker stays small
+            chars += len(decoder.decode(chunk))
+        chars += len(decoder.decode(b"", final=True))
+        text = err.read(2000).decode(errors="replace")[:500]
+        return os.waitstatus_to_exitcode(status), text, elapsed, chars, usage.ru_maxrss >> 10
 
 
 def landed(cache: Path) -> None:
