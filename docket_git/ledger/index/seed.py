@@ -39,14 +39,16 @@ def seed(ledger: Path, target: Path, data: bytes) -> bool:
                 others.append((source.stat().st_mtime_ns, source))
     others.sort(reverse=True)
     for _, source in others[:LOOK_AT]:
-        with contextlib.suppress(OSError, sqlite3.Error), contextlib.closing(
-            sqlite3.connect(db.read_only_uri(source), uri=True, isolation_level=None)  # opened inside the suppress
-        ) as conn:
+        with contextlib.suppress(OSError, sqlite3.Error), contextlib.closing(_open(source)) as conn:
             # another ledger's index costs one 64 KB digest: the comparison stops at the first block that differs
             if _meta(conn).get("schema_version") == SCHEMA_VERSION and not _afresh(_shared_prefix(conn, data), data):
                 _copy(conn, target, ledger)
                 return True
     return False
+
+
+def _open(source: Path) -> sqlite3.Connection:
+    return sqlite3.connect(db.read_only_uri(source), uri=True, isolation_level=None)
 
 
 def _copy(conn: sqlite3.Connection, target: Path, ledger: Path) -> None:
